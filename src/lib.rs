@@ -1,0 +1,27 @@
+//! `namesrv`: a standalone Apache RocketMQ NameServer.
+//!
+//! # Architecture
+//!
+//! Layers, with dependencies pointing one way only:
+//!
+//! ```text
+//! main ─▶ server ─▶ dispatch ─▶ handlers ─▶ state / kv ─▶ protocol::body
+//! ```
+//!
+//! - [`protocol`] turns bytes into [`protocol::RemotingCommand`]s and back, and writes JSON the
+//!   way the Java name server's fastjson does. Pure, no I/O.
+//! - [`server`] owns sockets: the accept loop, one task per connection, idle timeouts, the
+//!   connection cap, graceful shutdown and the background liveness scan.
+//! - [`dispatch`] maps a request code to a handler and is the one place where handler errors
+//!   become wire responses.
+//! - [`handlers`] implement the request codes, one file per domain. They take typed input and
+//!   the shared [`state::Namesrv`] handle and *return* a response.
+//! - [`state`] holds the route tables (one `parking_lot::RwLock` over plain data), the liveness
+//!   rules and the route cache; [`kv`] the durable KV store. Neither sees a socket.
+//! - [`config`] is the Java-compatible configuration (properties files, Java key names).
+
+#![deny(missing_docs, rust_2018_idioms)]
+#![forbid(unsafe_code)]
+
+pub mod protocol;
+pub mod state;

@@ -1,0 +1,216 @@
+//! serde helpers that read values the way fastjson does: numbers may arrive as strings,
+//! booleans as strings or numbers, and `null` means "keep the default".
+
+use std::fmt;
+
+use serde::Deserializer;
+use serde::de::{self, Visitor};
+
+struct IntVisitor;
+
+impl<'de> Visitor<'de> for IntVisitor {
+    type Value = Option<i64>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an integer")
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(Some(v))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(Some(v as i64))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(Some(v as i64))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        let t = v.trim();
+        if t.is_empty() {
+            return Ok(None);
+        }
+        t.parse::<i64>()
+            .map(Some)
+            .map_err(|_| E::custom(format!("not an integer: {v:?}")))
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(Some(v as i64))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+/// An optional long: number, numeric string, or null.
+pub fn opt_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    d.deserialize_any(IntVisitor)
+}
+
+/// A long that keeps 0 when null.
+pub fn i64_or_zero<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    Ok(opt_i64(d)?.unwrap_or(0))
+}
+
+/// An optional int (longs wrap, as Java's `intValue()`).
+pub fn opt_i32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error> {
+    Ok(opt_i64(d)?.map(|v| v as i32))
+}
+
+/// An int that keeps 0 when null.
+pub fn i32_or_zero<'de, D: Deserializer<'de>>(d: D) -> Result<i32, D::Error> {
+    Ok(opt_i32(d)?.unwrap_or(0))
+}
+
+struct BoolVisitor;
+
+impl<'de> Visitor<'de> for BoolVisitor {
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a boolean")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<bool, E> {
+        Ok(v)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<bool, E> {
+        Ok(v != 0)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<bool, E> {
+        Ok(v != 0)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
+        Ok(v.trim().eq_ignore_ascii_case("true") || v.trim() == "1")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+}
+
+/// A boolean: `true`/`false`, 0/1, `"true"`, or null (false).
+pub fn bool_or_false<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    d.deserialize_any(BoolVisitor)
+}
+
+struct StringVisitor;
+
+impl<'de> Visitor<'de> for StringVisitor {
+    type Value = Option<String>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Some(v.to_owned()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Some(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(Some(v.to_string()))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(Some(v.to_string()))
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(Some(v.to_string()))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+/// An optional string; scalars are converted to their text.
+pub fn opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    d.deserialize_any(StringVisitor)
+}
+
+/// Fails unless `json` starts (after whitespace) with `{`: serde would otherwise read a JSON
+/// array into a struct by position, which fastjson never does.
+pub fn expect_object(json: &[u8]) -> Result<(), serde_json::Error> {
+    match json.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => Ok(()),
+        _ => Err(<serde_json::Error as serde::de::Error>::custom(
+            "expected a JSON object",
+        )),
+    }
+}
+
+/// Rewrites fastjson's unquoted numeric object keys (`{0:"a",1:"b"}`) into quoted ones so a
+/// strict parser accepts them. Text inside strings is left alone. Returns the input unchanged
+/// when there is nothing to rewrite.
+pub fn quote_numeric_keys(json: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let mut out: Option<Vec<u8>> = None;
+    let mut i = 0;
+    let mut in_string = false;
+    let mut copied = 0;
+    while i < json.len() {
+        let c = json[i];
+        if in_string {
+            if c == b'\\' {
+                i += 2;
+                continue;
+            }
+            if c == b'"' {
+                in_string = false;
+            }
+            i += 1;
+            continue;
+        }
+        match c {
+            b'"' => in_string = true,
+            b'{' | b',' => {
+                let mut j = i + 1;
+                while j < json.len() && json[j].is_ascii_whitespace() {
+                    j += 1;
+                }
+                let start = j;
+                if j < json.len() && json[j] == b'-' {
+                    j += 1;
+                }
+                while j < json.len() && json[j].is_ascii_digit() {
+                    j += 1;
+                }
+                let digits = &json[start..j];
+                let has_digit = digits.iter().any(u8::is_ascii_digit);
+                let mut k = j;
+                while k < json.len() && json[k].is_ascii_whitespace() {
+                    k += 1;
+                }
+                if has_digit && k < json.len() && json[k] == b':' {
+                    let buf = out.get_or_insert_with(|| Vec::with_capacity(json.len() + 16));
+                    buf.extend_from_slice(&json[copied..start]);
+                    buf.push(b'"');
+                    buf.extend_from_slice(digits);
+                    buf.push(b'"');
+                    copied = j;
+                    i = j;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    match out {
+        None => std::borrow::Cow::Borrowed(json),
+        Some(mut buf) => {
+            buf.extend_from_slice(&json[copied..]);
+            std::borrow::Cow::Owned(buf)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_bare_numeric_keys_outside_strings_only() {
+        let input = br#"{0:"a",-1:{2:3},"k":"{4:5}", 6 :7}"#;
+        let out = quote_numeric_keys(input);
+        assert_eq!(
+            std::str::from_utf8(&out).unwrap(),
+            r#"{"0":"a","-1":{"2":3},"k":"{4:5}", "6" :7}"#
+        );
+        assert!(matches!(
+            quote_numeric_keys(br#"{"a":1}"#),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
+}

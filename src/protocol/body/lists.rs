@@ -1,0 +1,160 @@
+//! The smaller response bodies: `TopicList`, `ClusterInfo`, `KVTable` and
+//! `GetBrokerMemberGroupResponseBody` (JSON.md §4, §5, §8, §10), all written with the legacy
+//! writer in Java's collection order.
+
+use std::collections::BTreeMap;
+
+use super::route::{BrokerData, Name, write_addrs};
+use crate::protocol::java_hash::{Table, sort_strings_by_java_order};
+use crate::protocol::json::{JsonStyle, JsonWriter};
+
+/// `{"brokerAddr":…,"topicList":[…]}`; `TopicList` holds a `ConcurrentHashMap.newKeySet()`.
+pub fn topic_list<S: AsRef<str>>(mut topics: Vec<S>, broker_addr: Option<&str>) -> Vec<u8> {
+    sort_strings_by_java_order(&mut topics, Table::Concurrent(16), |t| t.as_ref());
+    let mut out =
+        Vec::with_capacity(16 + topics.iter().map(|t| t.as_ref().len() + 3).sum::<usize>());
+    let mut w = JsonWriter::new(&mut out, JsonStyle::Legacy);
+    w.punct(b'{');
+    if let Some(addr) = broker_addr {
+        w.key("brokerAddr");
+        w.string(addr);
+        w.punct(b',');
+    }
+    w.key("topicList");
+    w.string_array(topics.iter().map(|t| t.as_ref()));
+    w.punct(b'}');
+    out
+}
+
+/// `{"brokerAddrTable":{name:BrokerData},"clusterAddrTable":{cluster:[names]}}` in the order
+/// of the Java name server's `ConcurrentHashMap(128)` / `ConcurrentHashMap(32)` tables.
+pub fn cluster_info(
+    mut brokers: Vec<&BrokerData>,
+    mut clusters: Vec<(&str, Vec<&str>)>,
+) -> Vec<u8> {
+    sort_strings_by_java_order(&mut brokers, Table::concurrent_with_capacity(128), |b| {
+        &b.broker_name
+    });
+    sort_strings_by_java_order(&mut clusters, Table::concurrent_with_capacity(32), |c| c.0);
+    let mut out = Vec::with_capacity(64 + 200 * brokers.len());
+    let mut w = JsonWriter::new(&mut out, JsonStyle::Legacy);
+    w.raw(b"{\"brokerAddrTable\":{");
+    for (i, bd) in brokers.into_iter().enumerate() {
+        if i > 0 {
+            w.punct(b',');
+        }
+        w.str_key(&bd.broker_name);
+        bd.write_json(&mut w);
+    }
+    w.raw(b"},\"clusterAddrTable\":{");
+    for (i, (cluster, mut names)) in clusters.into_iter().enumerate() {
+        if i > 0 {
+            w.punct(b',');
+        }
+        w.str_key(cluster);
+        sort_strings_by_java_order(&mut names, Table::DEFAULT, |n| n);
+        w.string_array(names);
+    }
+    w.raw(b"}}");
+    out
+}
+
+/// `{"table":{k:v,…}}` for one KV namespace (a Java `HashMap`).
+pub fn kv_table<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<u8> {
+    let mut entries: Vec<(&str, &str)> = entries.into_iter().collect();
+    sort_strings_by_java_order(&mut entries, Table::DEFAULT, |(k, _)| k);
+    let mut out = Vec::with_capacity(
+        16 + entries
+            .iter()
+            .map(|(k, v)| k.len() + v.len() + 6)
+            .sum::<usize>(),
+    );
+    let mut w = JsonWriter::new(&mut out, JsonStyle::Legacy);
+    w.raw(b"{\"table\":{");
+    for (i, (k, v)) in entries.into_iter().enumerate() {
+        if i > 0 {
+            w.punct(b',');
+        }
+        w.str_key(k);
+        w.string(v);
+    }
+    w.raw(b"}}");
+    out
+}
+
+/// `{"brokerMemberGroup":{"brokerAddrs":{…},"brokerName":…,"cluster":…}}`.
+pub fn broker_member_group(
+    cluster: &str,
+    broker_name: &str,
+    addrs: &BTreeMap<i64, Name>,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(96 + 32 * addrs.len());
+    let mut w = JsonWriter::new(&mut out, JsonStyle::Legacy);
+    w.raw(b"{\"brokerMemberGroup\":{\"brokerAddrs\":");
+    write_addrs(&mut w, addrs);
+    w.raw(b",\"brokerName\":");
+    w.string(broker_name);
+    w.raw(b",\"cluster\":");
+    w.string(cluster);
+    w.raw(b"}}");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_lists_match_the_captures() {
+        assert_eq!(
+            topic_list(Vec::<&str>::new(), None),
+            br#"{"topicList":[]}"#.to_vec()
+        );
+        assert_eq!(
+            topic_list(vec!["TopicA", "TopicB"], None),
+            br#"{"topicList":["TopicB","TopicA"]}"#.to_vec()
+        );
+        assert_eq!(
+            topic_list(vec!["DefaultCluster", "broker-a"], Some("127.0.0.1:10911")),
+            br#"{"brokerAddr":"127.0.0.1:10911","topicList":["broker-a","DefaultCluster"]}"#
+                .to_vec()
+        );
+    }
+
+    #[test]
+    fn cluster_info_matches_the_capture() {
+        let bd = BrokerData {
+            cluster: "DefaultCluster".into(),
+            broker_name: "broker-a".into(),
+            addrs: [(0, "127.0.0.1:10911".into()), (1, "127.0.0.1:10921".into())].into(),
+            zone_name: None,
+            enable_acting_master: false,
+        };
+        assert_eq!(
+            String::from_utf8(cluster_info(
+                vec![&bd],
+                vec![("DefaultCluster", vec!["broker-a"])]
+            ))
+            .unwrap(),
+            r#"{"brokerAddrTable":{"broker-a":{"brokerAddrs":{0:"127.0.0.1:10911",1:"127.0.0.1:10921"},"brokerName":"broker-a","cluster":"DefaultCluster","enableActingMaster":false}},"clusterAddrTable":{"DefaultCluster":["broker-a"]}}"#
+        );
+        assert_eq!(
+            cluster_info(vec![], vec![]),
+            br#"{"brokerAddrTable":{},"clusterAddrTable":{}}"#.to_vec()
+        );
+        assert_eq!(
+            String::from_utf8(broker_member_group("DefaultCluster", "broker-a", &bd.addrs))
+                .unwrap(),
+            r#"{"brokerMemberGroup":{"brokerAddrs":{0:"127.0.0.1:10911",1:"127.0.0.1:10921"},"brokerName":"broker-a","cluster":"DefaultCluster"}}"#
+        );
+    }
+
+    #[test]
+    fn kv_tables() {
+        assert_eq!(
+            kv_table([("TopicA", "broker-a:4")]),
+            br#"{"table":{"TopicA":"broker-a:4"}}"#.to_vec()
+        );
+        assert_eq!(kv_table([]), br#"{"table":{}}"#.to_vec());
+    }
+}

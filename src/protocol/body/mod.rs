@@ -1,0 +1,17 @@
+//! Typed request and response bodies (JSON.md): decoding what brokers and clients send and
+//! writing what Java sends back, property for property.
+
+pub mod data_version;
+pub mod lenient;
+pub mod lists;
+pub mod mapping;
+pub mod register;
+pub mod route;
+pub mod scan;
+pub mod topic_config;
+
+pub use data_version::DataVersion;
+pub use mapping::MappingInfo;
+pub use register::{DecodeOptions, RegisterBody, RegisterBodyError, TopicSource};
+pub use route::{BrokerData, Name, QueueData, TopicRouteData};
+pub use topic_config::TopicConfig;

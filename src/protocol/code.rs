@@ -1,0 +1,238 @@
+//! Numeric vocabulary of the protocol: request codes, response codes, language codes,
+//! serialize types and the `MQVersion` ordinals the name server's logic depends on.
+//!
+//! Request codes are kept as plain `i32` constants rather than an enum because the wire may
+//! carry any value: an unknown code is not an error, it is answered with
+//! [`response::REQUEST_CODE_NOT_SUPPORTED`].
+
+/// Request codes the name server serves on its listening port (RocketMQ 5.x `RequestCode`).
+pub mod request {
+    #![allow(missing_docs)] // the names are RocketMQ's own; see NAMESRV.md §1.1
+    pub const PUT_KV_CONFIG: i32 = 100;
+    pub const GET_KV_CONFIG: i32 = 101;
+    pub const DELETE_KV_CONFIG: i32 = 102;
+    pub const REGISTER_BROKER: i32 = 103;
+    pub const UNREGISTER_BROKER: i32 = 104;
+    pub const GET_ROUTEINFO_BY_TOPIC: i32 = 105;
+    pub const GET_BROKER_CLUSTER_INFO: i32 = 106;
+    pub const WIPE_WRITE_PERM_OF_BROKER: i32 = 205;
+    pub const GET_ALL_TOPIC_LIST_FROM_NAMESERVER: i32 = 206;
+    pub const DELETE_TOPIC_IN_NAMESRV: i32 = 216;
+    pub const REGISTER_TOPIC_IN_NAMESRV: i32 = 217;
+    pub const GET_KVLIST_BY_NAMESPACE: i32 = 219;
+    pub const GET_TOPICS_BY_CLUSTER: i32 = 224;
+    pub const GET_SYSTEM_TOPIC_LIST_FROM_NS: i32 = 304;
+    pub const GET_UNIT_TOPIC_LIST: i32 = 311;
+    pub const GET_HAS_UNIT_SUB_TOPIC_LIST: i32 = 312;
+    pub const GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: i32 = 313;
+    pub const UPDATE_NAMESRV_CONFIG: i32 = 318;
+    pub const GET_NAMESRV_CONFIG: i32 = 319;
+    pub const QUERY_DATA_VERSION: i32 = 322;
+    pub const ADD_WRITE_PERM_OF_BROKER: i32 = 327;
+    pub const GET_BROKER_MEMBER_GROUP: i32 = 901;
+    pub const BROKER_HEARTBEAT: i32 = 904;
+}
+
+/// Response codes the name server answers with (`RemotingSysResponseCode` and `ResponseCode`).
+pub mod response {
+    /// The request succeeded.
+    pub const SUCCESS: i32 = 0;
+    /// Handler failure, bad input, a disabled feature, or a server that is not ready.
+    pub const SYSTEM_ERROR: i32 = 1;
+    /// The server is overloaded.
+    pub const SYSTEM_BUSY: i32 = 2;
+    /// The request code is not one the server handles.
+    pub const REQUEST_CODE_NOT_SUPPORTED: i32 = 3;
+    /// UPDATE_NAMESRV_CONFIG touched a black-listed key.
+    pub const NO_PERMISSION: i32 = 16;
+    /// GET_ROUTEINFO_BY_TOPIC for a topic without a route.
+    pub const TOPIC_NOT_EXIST: i32 = 17;
+    /// A KV lookup missed.
+    pub const QUERY_NOT_FOUND: i32 = 22;
+}
+
+/// `MQVersion.Version` ordinals that change the name server's behaviour (PROTOCOL.md §6).
+pub mod version {
+    /// `V3_0_11`: from here on REGISTER_BROKER carries a `RegisterBrokerBody`.
+    pub const V3_0_11: i32 = 37;
+    /// `V4_9_4`: from here on route bodies are written as standard JSON.
+    pub const V4_9_4: i32 = 401;
+    /// `V5_0_0`: compressed registration bodies carry the static-topic mapping section.
+    pub const V5_0_0: i32 = 413;
+    /// `V5_3_3`: the version this server stamps on its responses, as Java 5.3.3 does.
+    pub const CURRENT: i32 = 479;
+}
+
+/// Bit 0 of `flag`: the command is a response.
+pub const FLAG_RESPONSE: i32 = 0x1;
+/// Bit 1 of `flag`: a one-way request that expects no response.
+pub const FLAG_ONEWAY: i32 = 0x2;
+
+/// How a command header is encoded; the top byte of a frame's header-length word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SerializeType {
+    /// A fastjson-style JSON object (type byte 0).
+    Json,
+    /// RocketMQ's own binary layout (type byte 1).
+    RocketMq,
+}
+
+impl SerializeType {
+    /// The type byte written on the wire.
+    pub fn code(self) -> u8 {
+        match self {
+            SerializeType::Json => 0,
+            SerializeType::RocketMq => 1,
+        }
+    }
+
+    /// The type for a wire byte, if it is one of the two known ones.
+    pub fn from_code(code: u8) -> Option<Self> {
+        match code {
+            0 => Some(SerializeType::Json),
+            1 => Some(SerializeType::RocketMq),
+            _ => None,
+        }
+    }
+
+    /// The name Java uses (`JSON`, `ROCKETMQ`), also accepted by `ROCKETMQ_SERIALIZE_TYPE`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SerializeType::Json => "JSON",
+            SerializeType::RocketMq => "ROCKETMQ",
+        }
+    }
+
+    /// Parses a Java serialize-type name, ignoring ASCII case.
+    pub fn from_name(name: &str) -> Option<Self> {
+        if name.eq_ignore_ascii_case("JSON") {
+            Some(SerializeType::Json)
+        } else if name.eq_ignore_ascii_case("ROCKETMQ") {
+            Some(SerializeType::RocketMq)
+        } else {
+            None
+        }
+    }
+}
+
+/// The sender's implementation language (`LanguageCode`): a name in JSON headers, a byte in
+/// binary ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LanguageCode {
+    #[allow(missing_docs)]
+    Java,
+    #[allow(missing_docs)]
+    Cpp,
+    #[allow(missing_docs)]
+    Dotnet,
+    #[allow(missing_docs)]
+    Python,
+    #[allow(missing_docs)]
+    Delphi,
+    #[allow(missing_docs)]
+    Erlang,
+    #[allow(missing_docs)]
+    Ruby,
+    #[allow(missing_docs)]
+    Other,
+    #[allow(missing_docs)]
+    Http,
+    #[allow(missing_docs)]
+    Go,
+    #[allow(missing_docs)]
+    Php,
+    #[allow(missing_docs)]
+    Oms,
+    #[allow(missing_docs)]
+    Rust,
+    #[allow(missing_docs)]
+    NodeJs,
+}
+
+const LANGUAGES: [(LanguageCode, &str); 14] = [
+    (LanguageCode::Java, "JAVA"),
+    (LanguageCode::Cpp, "CPP"),
+    (LanguageCode::Dotnet, "DOTNET"),
+    (LanguageCode::Python, "PYTHON"),
+    (LanguageCode::Delphi, "DELPHI"),
+    (LanguageCode::Erlang, "ERLANG"),
+    (LanguageCode::Ruby, "RUBY"),
+    (LanguageCode::Other, "OTHER"),
+    (LanguageCode::Http, "HTTP"),
+    (LanguageCode::Go, "GO"),
+    (LanguageCode::Php, "PHP"),
+    (LanguageCode::Oms, "OMS"),
+    (LanguageCode::Rust, "RUST"),
+    (LanguageCode::NodeJs, "NODE_JS"),
+];
+
+impl LanguageCode {
+    /// All known codes, in byte order.
+    pub const ALL: [LanguageCode; 14] = [
+        LanguageCode::Java,
+        LanguageCode::Cpp,
+        LanguageCode::Dotnet,
+        LanguageCode::Python,
+        LanguageCode::Delphi,
+        LanguageCode::Erlang,
+        LanguageCode::Ruby,
+        LanguageCode::Other,
+        LanguageCode::Http,
+        LanguageCode::Go,
+        LanguageCode::Php,
+        LanguageCode::Oms,
+        LanguageCode::Rust,
+        LanguageCode::NodeJs,
+    ];
+
+    /// The byte used in binary headers.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The code for a binary-header byte; unknown bytes have no language, as in Java.
+    pub fn from_code(code: u8) -> Option<Self> {
+        LANGUAGES.get(code as usize).map(|(lang, _)| *lang)
+    }
+
+    /// The enum name used in JSON headers.
+    pub fn name(self) -> &'static str {
+        LANGUAGES[self as usize].1
+    }
+
+    /// The code for a JSON-header name; unknown names have no language, as in Java.
+    pub fn from_name(name: &str) -> Option<Self> {
+        LANGUAGES
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(lang, _)| *lang)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn language_codes_round_trip_by_byte_and_name() {
+        for (i, lang) in LanguageCode::ALL.iter().enumerate() {
+            assert_eq!(lang.code() as usize, i);
+            assert_eq!(LanguageCode::from_code(lang.code()), Some(*lang));
+            assert_eq!(LanguageCode::from_name(lang.name()), Some(*lang));
+        }
+        assert_eq!(LanguageCode::from_code(14), None);
+        assert_eq!(LanguageCode::from_name("COBOL"), None);
+        assert_eq!(LanguageCode::NodeJs.name(), "NODE_JS");
+    }
+
+    #[test]
+    fn serialize_types_are_the_two_java_ones() {
+        assert_eq!(SerializeType::from_code(0), Some(SerializeType::Json));
+        assert_eq!(SerializeType::from_code(1), Some(SerializeType::RocketMq));
+        assert_eq!(SerializeType::from_code(2), None);
+        assert_eq!(
+            SerializeType::from_name("rocketmq"),
+            Some(SerializeType::RocketMq)
+        );
+    }
+}

@@ -1,0 +1,193 @@
+//! [`RemotingCommand`]: one decoded request or response, independent of how its header was
+//! encoded, plus the constructors for the responses the name server writes.
+
+use bytes::Bytes;
+
+use super::code::{FLAG_ONEWAY, FLAG_RESPONSE, LanguageCode, version};
+
+/// A command's `extFields`: the "custom header" as ordered string pairs.
+///
+/// Order is kept as received (requests) or as built (responses); lookups are linear because a
+/// command carries a handful of fields. A field whose value was JSON `null` or an empty binary
+/// string is dropped at decode time, since Java treats it exactly like an absent field.
+#[derive(Debug, Clone, Default)]
+pub struct ExtFields(Vec<(String, String)>);
+
+/// Equality ignores order: Java keeps ext fields in a `HashMap`, so order carries no meaning.
+impl PartialEq for ExtFields {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().all(|(k, v)| other.get(k) == Some(v))
+    }
+}
+
+impl Eq for ExtFields {}
+
+impl ExtFields {
+    /// An empty set of fields (written as `"extFields":{}`).
+    pub fn new() -> Self {
+        ExtFields(Vec::new())
+    }
+
+    /// The value of `key`, if present.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Sets `key` to `value`, replacing an earlier value of the same key.
+    pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) {
+        let key = key.into();
+        let value = value.into();
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.0.push((key, value)),
+        }
+    }
+
+    /// The fields in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// Number of fields.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are no fields.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for ExtFields {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        let mut fields = ExtFields::new();
+        for (k, v) in iter {
+            fields.insert(k, v);
+        }
+        fields
+    }
+}
+
+/// One RocketMQ remoting command (request or response).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemotingCommand {
+    /// Request code in a request, response code in a response.
+    pub code: i32,
+    /// The sender's language; `None` when the sender's value is not a known one.
+    pub language: Option<LanguageCode>,
+    /// The sender's `MQVersion` ordinal.
+    pub version: i32,
+    /// Request id; a response carries its request's value.
+    pub opaque: i32,
+    /// Bit field: [`FLAG_RESPONSE`], [`FLAG_ONEWAY`].
+    pub flag: i32,
+    /// Human-readable text, mostly on errors.
+    pub remark: Option<String>,
+    /// The custom header; `None` means the property is absent, not merely empty.
+    pub ext_fields: Option<ExtFields>,
+    /// The body; `None` for a zero-length body, as Java stores `null`.
+    pub body: Option<Bytes>,
+}
+
+impl RemotingCommand {
+    /// A request with the given code and no fields, as a client would send it.
+    pub fn request(code: i32, opaque: i32) -> Self {
+        RemotingCommand {
+            code,
+            language: Some(LanguageCode::Java),
+            version: version::CURRENT,
+            opaque,
+            flag: 0,
+            remark: None,
+            ext_fields: None,
+            body: None,
+        }
+    }
+
+    /// A response with `code` and optional remark; `opaque` is filled in by the dispatcher.
+    pub fn response(code: i32, remark: Option<String>) -> Self {
+        RemotingCommand {
+            code,
+            language: Some(LanguageCode::Java),
+            version: version::CURRENT,
+            opaque: 0,
+            flag: FLAG_RESPONSE,
+            remark,
+            ext_fields: None,
+            body: None,
+        }
+    }
+
+    /// A `SUCCESS` response without remark, fields or body.
+    pub fn success() -> Self {
+        Self::response(super::code::response::SUCCESS, None)
+    }
+
+    /// An error response with a remark.
+    pub fn error(code: i32, remark: impl Into<String>) -> Self {
+        Self::response(code, Some(remark.into()))
+    }
+
+    /// Replaces the body.
+    pub fn with_body(mut self, body: impl Into<Bytes>) -> Self {
+        let body = body.into();
+        self.body = if body.is_empty() { None } else { Some(body) };
+        self
+    }
+
+    /// Replaces the ext fields (`Some` even when empty: Java writes `"extFields":{}` for a
+    /// response created with a header class).
+    pub fn with_ext_fields(mut self, fields: ExtFields) -> Self {
+        self.ext_fields = Some(fields);
+        self
+    }
+
+    /// Whether this command is a response.
+    pub fn is_response(&self) -> bool {
+        self.flag & FLAG_RESPONSE != 0
+    }
+
+    /// Whether this is a one-way request that must not be answered.
+    pub fn is_oneway(&self) -> bool {
+        self.flag & FLAG_ONEWAY != 0
+    }
+
+    /// The value of ext field `key`, if the command has it.
+    pub fn ext(&self, key: &str) -> Option<&str> {
+        self.ext_fields.as_ref().and_then(|f| f.get(key))
+    }
+
+    /// The body bytes, or an empty slice.
+    pub fn body_bytes(&self) -> &[u8] {
+        self.body.as_deref().unwrap_or(&[])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ext_fields_insert_replaces_and_keeps_order() {
+        let mut f = ExtFields::new();
+        f.insert("b", "1");
+        f.insert("a", "2");
+        f.insert("b", "3");
+        let pairs: Vec<_> = f.iter().collect();
+        assert_eq!(pairs, vec![("b", "3"), ("a", "2")]);
+        assert_eq!(f.get("a"), Some("2"));
+        assert_eq!(f.get("c"), None);
+    }
+
+    #[test]
+    fn empty_body_is_no_body() {
+        let r = RemotingCommand::success().with_body(Bytes::new());
+        assert_eq!(r.body, None);
+        assert!(r.is_response());
+        assert!(!r.is_oneway());
+    }
+}

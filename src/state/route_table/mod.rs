@@ -1,0 +1,322 @@
+//! The route table: the Java `RouteInfoManager`'s five tables (plus static-topic mappings)
+//! as one plain, synchronous struct. The lock that guards it lives one level up, in
+//! [`crate::state::Namesrv`], so every rule here can be tested without a runtime.
+//!
+//! Submodules hold the operations: [`register`] (REGISTER_BROKER), [`unregister`]
+//! (UNREGISTER_BROKER, closed connections, expiry), [`query`] (routes and listings) and
+//! [`admin`] (permissions, topic registration and deletion).
+//!
+//! Two bookkeeping fields make routes cheap to serve and registrations cheap to repeat:
+//! every topic carries a revision number that changes whenever its route could change, and
+//! every queue entry remembers the digest of the broker config it was built from (see
+//! [`QueueEntry::source`]).
+
+pub mod admin;
+pub mod query;
+pub mod register;
+pub mod unregister;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::protocol::body::{BrokerData, DataVersion, MappingInfo, Name, QueueData};
+use crate::state::route_cache::RouteCache;
+
+/// Identifies one client connection; the "channel" of Java's broker-live table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnId(pub u64);
+
+/// Key of the broker-live and filter-server tables: Java's `BrokerAddrInfo`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BrokerAddr {
+    /// Cluster the broker registered under.
+    pub cluster: Name,
+    /// The broker's `ip:port`.
+    pub addr: Name,
+}
+
+/// One broker group's queues of a topic, plus where they came from.
+#[derive(Debug, Clone)]
+pub struct QueueEntry {
+    /// What clients see.
+    pub data: QueueData,
+    /// Digest of the registered topic config this entry was built from, or 0 when something
+    /// else (a permission change, REGISTER_TOPIC_IN_NAMESRV) last wrote it. A registration
+    /// whose config has the same digest would build the same entry, so it can skip it.
+    pub source: u64,
+}
+
+/// A topic's route state.
+#[derive(Debug, Default)]
+pub struct TopicEntry {
+    /// One entry per broker group, in insertion order (Java order is applied on output).
+    pub queues: Vec<QueueEntry>,
+    /// Changes whenever the queue data or the static-topic mapping of this topic changes.
+    pub revision: u64,
+    /// Encoded route bodies, valid while the revision and the broker epoch are unchanged.
+    pub cache: RouteCache,
+}
+
+impl TopicEntry {
+    /// The queue entry of `broker_name`, if any.
+    pub fn queue(&self, broker_name: &str) -> Option<&QueueEntry> {
+        self.queues
+            .iter()
+            .find(|q| &*q.data.broker_name == broker_name)
+    }
+
+    fn queue_mut(&mut self, broker_name: &str) -> Option<&mut QueueEntry> {
+        self.queues
+            .iter_mut()
+            .find(|q| &*q.data.broker_name == broker_name)
+    }
+
+    fn remove_queue(&mut self, broker_name: &str) -> bool {
+        let before = self.queues.len();
+        self.queues.retain(|q| &*q.data.broker_name != broker_name);
+        self.queues.len() != before
+    }
+}
+
+/// A broker group and a counter of changes to its queue data.
+#[derive(Debug, Clone)]
+pub struct BrokerGroup {
+    /// What clients see.
+    pub data: BrokerData,
+    /// Bumped on every change to this group's queue entries in any topic; a
+    /// re-registration may skip all topic work only if nothing touched them since.
+    pub feed_generation: u64,
+}
+
+/// What the last full registration from one broker address applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Applied {
+    /// Digest of the body.
+    pub digest: u64,
+    /// The group's feed generation right after applying it.
+    pub feed_generation: u64,
+    /// How the body's topics were applied (master / prime slave / acting master).
+    pub mode: u64,
+}
+
+/// Java's `BrokerLiveInfo`: when a broker was last heard from, and on which connection.
+#[derive(Debug, Clone)]
+pub struct BrokerLive {
+    /// Last REGISTER_BROKER, QUERY_DATA_VERSION or BROKER_HEARTBEAT.
+    pub last_update: Instant,
+    /// How long the broker may stay silent (120 s unless it declared its own).
+    pub timeout: Duration,
+    /// The data version of its last registration.
+    pub data_version: DataVersion,
+    /// The connection of its last registration: the one whose loss unregisters it.
+    pub conn: ConnId,
+    /// Its HA address.
+    pub ha_server_addr: Option<String>,
+    /// Set when its last registration body is known to be fully applied.
+    pub applied: Option<Applied>,
+}
+
+impl BrokerLive {
+    /// Whether the broker has been silent for longer than its timeout at `now`.
+    pub fn expired(&self, now: Instant) -> bool {
+        self.last_update
+            .checked_add(self.timeout)
+            .is_some_and(|deadline| deadline < now)
+    }
+}
+
+/// The default broker expiry, `RouteInfoManager.DEFAULT_BROKER_CHANNEL_EXPIRED_TIME`.
+pub const DEFAULT_BROKER_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// All route state of the name server.
+#[derive(Debug, Default)]
+pub struct RouteTable {
+    pub(crate) topics: HashMap<Name, TopicEntry>,
+    pub(crate) brokers: HashMap<Name, BrokerGroup>,
+    /// Cluster → broker names (a set, kept in insertion order).
+    pub(crate) clusters: HashMap<Name, Vec<Name>>,
+    pub(crate) live: HashMap<BrokerAddr, BrokerLive>,
+    pub(crate) filter_servers: HashMap<BrokerAddr, Vec<String>>,
+    /// Topic → broker name → static-topic mapping. Never shrinks, as in Java.
+    pub(crate) mappings: HashMap<Name, Vec<(Name, MappingInfo)>>,
+    /// Source of topic revisions.
+    revision_counter: u64,
+    /// Bumped whenever broker data, filter servers or mappings change: everything a route
+    /// shows besides the topic's own queue data.
+    pub(crate) broker_epoch: u64,
+}
+
+impl RouteTable {
+    /// An empty table.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn next_revision(&mut self) -> u64 {
+        self.revision_counter += 1;
+        self.revision_counter
+    }
+
+    /// Marks `topic`'s route as changed.
+    fn touch_topic(&mut self, topic: &str) {
+        let rev = self.next_revision();
+        if let Some(entry) = self.topics.get_mut(topic) {
+            entry.revision = rev;
+        }
+    }
+
+    fn bump_feed(&mut self, broker_name: &str) {
+        if let Some(group) = self.brokers.get_mut(broker_name) {
+            group.feed_generation += 1;
+        }
+    }
+
+    /// The canonical `Name` for a topic: the existing key if the topic is known.
+    fn topic_name(&self, topic: &str) -> Name {
+        self.topics
+            .get_key_value(topic)
+            .map(|(k, _)| k.clone())
+            .unwrap_or_else(|| Name::from(topic))
+    }
+
+    /// Number of topics.
+    pub fn topic_count(&self) -> usize {
+        self.topics.len()
+    }
+
+    /// A topic's entry.
+    pub fn topic(&self, topic: &str) -> Option<&TopicEntry> {
+        self.topics.get(topic)
+    }
+
+    /// A broker group.
+    pub fn broker(&self, broker_name: &str) -> Option<&BrokerGroup> {
+        self.brokers.get(broker_name)
+    }
+
+    /// The broker names of a cluster.
+    pub fn cluster(&self, cluster: &str) -> Option<&[Name]> {
+        self.clusters.get(cluster).map(Vec::as_slice)
+    }
+
+    /// A broker's liveness record.
+    pub fn live(&self, cluster: &str, addr: &str) -> Option<&BrokerLive> {
+        self.live.get(&BrokerAddr {
+            cluster: cluster.into(),
+            addr: addr.into(),
+        })
+    }
+
+    /// Number of live-table entries.
+    pub fn live_count(&self) -> usize {
+        self.live.len()
+    }
+
+    /// The filter servers registered by a broker.
+    pub fn filter_servers(&self, cluster: &str, addr: &str) -> Option<&[String]> {
+        self.filter_servers
+            .get(&BrokerAddr {
+                cluster: cluster.into(),
+                addr: addr.into(),
+            })
+            .map(Vec::as_slice)
+    }
+
+    /// Refreshes a broker's heartbeat time (QUERY_DATA_VERSION, BROKER_HEARTBEAT); returns
+    /// whether the broker is known.
+    pub fn touch_broker(&mut self, cluster: &str, addr: &str, now: Instant) -> bool {
+        let key = BrokerAddr {
+            cluster: cluster.into(),
+            addr: addr.into(),
+        };
+        match self.live.get_mut(&key) {
+            Some(live) => {
+                live.last_update = now;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The data version a broker last registered, if it is live.
+    pub fn data_version(&self, cluster: &str, addr: &str) -> Option<DataVersion> {
+        self.live(cluster, addr).map(|l| l.data_version)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Builders shared by the route-table tests.
+    use super::*;
+    use crate::protocol::body::{DecodeOptions, RegisterBody};
+    use bytes::Bytes;
+
+    pub use super::register::{RegisterOutcome, RegisterSettings, Registration};
+
+    /// A JSON registration body with the given `(topic, read, write, perm, sysflag)` rows.
+    pub fn body_with(
+        counter: i64,
+        state_version: i64,
+        topics: &[(&str, i32, i32, i32, i32)],
+    ) -> RegisterBody {
+        let table: Vec<String> = topics
+            .iter()
+            .map(|(t, r, w, p, f)| {
+                format!(
+                    r#""{t}":{{"attributes":{{}},"order":false,"perm":{p},"readQueueNums":{r},"topicFilterType":"SINGLE_TAG","topicName":"{t}","topicSysFlag":{f},"writeQueueNums":{w}}}"#
+                )
+            })
+            .collect();
+        let json = format!(
+            r#"{{"filterServerList":[],"topicConfigSerializeWrapper":{{"dataVersion":{{"counter":{counter},"stateVersion":{state_version},"timestamp":1700000000000}},"topicConfigTable":{{{}}}}}}}"#,
+            table.join(",")
+        );
+        RegisterBody::decode(
+            Bytes::from(json),
+            DecodeOptions {
+                compressed: false,
+                version: 479,
+                max_inflated: 1 << 20,
+            },
+        )
+        .unwrap()
+    }
+
+    /// A body with topics `names`, each 4/4 queues, perm 6.
+    pub fn body(counter: i64, names: &[&str]) -> RegisterBody {
+        let rows: Vec<_> = names.iter().map(|n| (*n, 4, 4, 6, 0)).collect();
+        body_with(counter, 0, &rows)
+    }
+
+    /// A 5.x master registration of `name` at `addr` in `DefaultCluster`.
+    pub fn reg<'a>(name: &'a str, addr: &'a str, id: i64, conn: u64) -> Registration<'a> {
+        Registration {
+            cluster: "DefaultCluster",
+            broker_addr: addr,
+            broker_name: name,
+            broker_id: id,
+            ha_server_addr: Some("ha:1"),
+            zone_name: None,
+            heartbeat_timeout_millis: None,
+            enable_acting_master: Some(false),
+            conn: ConnId(conn),
+        }
+    }
+
+    /// Registers with a decoded body and default settings.
+    pub fn register(
+        t: &mut RouteTable,
+        r: &Registration<'_>,
+        body: &RegisterBody,
+        now: Instant,
+    ) -> RegisterOutcome {
+        let input = register::BodyInput::Decoded {
+            body,
+            digest: body.digest(),
+        };
+        t.register(r, input, &RegisterSettings::default(), now)
+            .expect("a valid, decoded body")
+    }
+}
