@@ -23,5 +23,15 @@
 #![deny(missing_docs, rust_2018_idioms)]
 #![forbid(unsafe_code)]
 
+pub mod cli;
+pub mod config;
+pub mod dispatch;
+pub mod durable;
+pub mod error;
+pub mod handlers;
+pub mod kv;
 pub mod protocol;
+pub mod server;
+pub mod shutdown;
 pub mod state;
+pub mod telemetry;

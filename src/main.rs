@@ -1,1 +1,75 @@
-fn main() {}
+//! The `namesrv` binary: parse flags, load the configuration, bind, serve until a signal.
+
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Parser;
+use namesrv::cli::Args;
+use namesrv::config::{Config, Env};
+use namesrv::kv::KvStore;
+use namesrv::protocol::SerializeType;
+use namesrv::server::{self, ServerConfig};
+use namesrv::state::Namesrv;
+
+fn main() -> ExitCode {
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        Err(e) => {
+            let code = if e.use_stderr() { 1 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("namesrv: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn serialize_type() -> anyhow::Result<SerializeType> {
+    match std::env::var("ROCKETMQ_SERIALIZE_TYPE") {
+        Ok(v) if !v.is_empty() => SerializeType::from_name(&v)
+            .with_context(|| format!("ROCKETMQ_SERIALIZE_TYPE={v:?} is neither JSON nor ROCKETMQ")),
+        _ => Ok(SerializeType::Json),
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    let env = Env::from_process();
+    let config = Config::load(args.config_file.as_deref(), &env)?;
+    if let Some(file) = &args.config_file {
+        println!("load config properties file OK, {}", file.display());
+    }
+    if args.print_config_item {
+        print!("{}", config.render_effective());
+        return Ok(());
+    }
+    namesrv::telemetry::init(args.log_level.as_deref()).map_err(anyhow::Error::msg)?;
+    let serialize_type = serialize_type()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("namesrv")
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let s = &config.settings;
+        let kv = KvStore::open(&s.kv_config_path)?;
+        let listener = namesrv::server::bind(s)
+            .await
+            .with_context(|| format!("cannot listen on {}:{}", s.bind_address, s.listen_port))?;
+        let addr = listener.local_addr()?;
+        let server_config = ServerConfig::from_settings(s, serialize_type);
+        tracing::info!(config = ?config.all_properties(), "effective configuration");
+        println!(
+            "The Name Server boot success. serializeType={}, address {addr}",
+            serialize_type.name()
+        );
+        let state = Namesrv::new(config, kv);
+        server::run(listener, state, server_config, namesrv::shutdown::signal()).await?;
+        tracing::info!("name server stopped");
+        Ok(())
+    })
+}

@@ -1,7 +1,105 @@
 //! Shared server state: the route table, the KV store and the live configuration, behind one
-//! cheap-to-clone handle.
+//! cheap-to-clone handle, [`Namesrv`].
+//!
+//! Locks are `parking_lot` (no poisoning), held only for synchronous work and never across
+//! an `.await`. Lock order, where two are taken: routes, then KV, then config. Nothing here
+//! knows about sockets; connections appear only as [`ConnId`]s.
 
+pub mod housekeeping;
 pub mod route_cache;
 pub mod route_table;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use tokio::time::Instant;
+
+use crate::config::Config;
+use crate::kv::KvStore;
 pub use route_table::{ConnId, RouteTable};
+
+/// The handle every handler and background task shares.
+#[derive(Clone, Debug)]
+pub struct Namesrv {
+    inner: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    /// One read-write lock over all route tables, like Java's `RouteInfoManager`: reads
+    /// (routes, listings) share it, and writes are short because registrations decide what
+    /// to change before taking it.
+    routes: RwLock<RouteTable>,
+    kv: KvStore,
+    /// The live configuration; UPDATE_NAMESRV_CONFIG replaces values in place.
+    config: RwLock<Config>,
+    /// Bumped on every configuration update; part of the route cache's stamp.
+    config_epoch: AtomicU64,
+    /// When the server started, for `needWaitForService`.
+    started: Instant,
+    next_conn: AtomicU64,
+}
+
+impl Namesrv {
+    /// State for a server starting now.
+    pub fn new(config: Config, kv: KvStore) -> Namesrv {
+        Namesrv {
+            inner: Arc::new(Shared {
+                routes: RwLock::new(RouteTable::new()),
+                kv,
+                config: RwLock::new(config),
+                config_epoch: AtomicU64::new(0),
+                started: Instant::now(),
+                next_conn: AtomicU64::new(1),
+            }),
+        }
+    }
+
+    /// Read access to the route table.
+    pub fn routes(&self) -> RwLockReadGuard<'_, RouteTable> {
+        self.inner.routes.read()
+    }
+
+    /// Write access to the route table.
+    pub fn routes_mut(&self) -> RwLockWriteGuard<'_, RouteTable> {
+        self.inner.routes.write()
+    }
+
+    /// The KV store.
+    pub fn kv(&self) -> &KvStore {
+        &self.inner.kv
+    }
+
+    /// Read access to the configuration.
+    pub fn config(&self) -> RwLockReadGuard<'_, Config> {
+        self.inner.config.read()
+    }
+
+    /// Replaces the configuration with `next` (already persisted by the caller).
+    pub fn replace_config(&self, next: Config) {
+        *self.inner.config.write() = next;
+        self.inner.config_epoch.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// An epoch that changes whenever configuration or KV content that routes depend on
+    /// changes.
+    pub fn external_epoch(&self) -> u64 {
+        self.inner.config_epoch.load(Ordering::Acquire) + self.inner.kv.epoch()
+    }
+
+    /// When the server started.
+    pub fn started(&self) -> Instant {
+        self.inner.started
+    }
+
+    /// A fresh connection id.
+    pub fn next_conn_id(&self) -> ConnId {
+        ConnId(self.inner.next_conn.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// A connection closed: unregister brokers it still owned.
+    pub fn connection_closed(&self, conn: ConnId) {
+        self.routes_mut().connection_closed(conn);
+    }
+}

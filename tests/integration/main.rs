@@ -1,1 +1,11 @@
+//! Integration tests: the real server on 127.0.0.1:0, driven with raw frames.
 
+mod harness;
+
+mod broker;
+mod cli;
+mod kv;
+mod protocol;
+mod shutdown;
+mod topics;
+mod wire;

@@ -1,0 +1,388 @@
+//! Configuration: Java's `NamesrvConfig` and `NettyServerConfig` keys read from a Java
+//! properties file, validated once at start-up, and updated at run time by
+//! UPDATE_NAMESRV_CONFIG (CONFIG.md).
+//!
+//! Precedence: defaults, then the file. Keys this server does not know are kept and listed
+//! (GET_NAMESRV_CONFIG, `-p`), as Java keeps a config file's extra properties. A value that
+//! does not parse is an error naming the file, the key and the value.
+
+pub mod properties;
+pub mod settings;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+pub use settings::{Apply, Env, Group, Settings};
+
+/// Why the configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid properties text.
+    #[error("config file {path}: {source}")]
+    Syntax {
+        /// The file.
+        path: String,
+        /// The syntax error.
+        source: properties::PropertiesError,
+    },
+    /// A key has a value that does not parse or is out of range.
+    #[error("{origin}: invalid value for {key}: {value:?} ({reason})")]
+    Value {
+        /// The file, or "defaults".
+        origin: String,
+        /// The key.
+        key: String,
+        /// The offending value.
+        value: String,
+        /// What was expected.
+        reason: String,
+    },
+}
+
+/// Why an UPDATE_NAMESRV_CONFIG was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum UpdateError {
+    /// A black-listed key was present.
+    #[error("Can not update config in black list.")]
+    BlackListed,
+    /// A value does not parse or is out of range; nothing was changed.
+    #[error("invalid value for {key}: {value:?} ({reason})")]
+    Value {
+        /// The key.
+        key: String,
+        /// The offending value.
+        value: String,
+        /// What was expected.
+        reason: String,
+    },
+}
+
+/// The name server's configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Every known setting.
+    pub settings: Settings,
+    /// Properties from the file that are not settings, kept verbatim.
+    pub extra: BTreeMap<String, String>,
+    /// This server's own keys that were set explicitly, and are therefore listed.
+    shown_extensions: BTreeSet<&'static str>,
+    /// The file given with `-c`, if any.
+    pub config_file: Option<PathBuf>,
+    /// Keys UPDATE_NAMESRV_CONFIG refuses (fixed at start, as in Java).
+    black_list: BTreeSet<String>,
+}
+
+impl Config {
+    /// Defaults only.
+    pub fn defaults(env: &Env) -> Config {
+        Self::from_properties(&[], "defaults", env).expect("defaults are valid")
+    }
+
+    /// Loads the configuration: the `-c` file if given (which then becomes
+    /// `configStorePath`), otherwise the persisted `configStorePath` if it exists.
+    pub fn load(config_file: Option<&Path>, env: &Env) -> Result<Config, ConfigError> {
+        let defaults = Settings::defaults(env);
+        let path = match config_file {
+            Some(p) => p.to_path_buf(),
+            None => {
+                let persisted = PathBuf::from(&defaults.config_store_path);
+                if !persisted.is_file() {
+                    return Ok(Self::defaults(env));
+                }
+                persisted
+            }
+        };
+        let shown = path.display().to_string();
+        let bytes = std::fs::read(&path).map_err(|source| ConfigError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        let text = properties::decode_file_bytes(&bytes);
+        let props = properties::parse(&text).map_err(|source| ConfigError::Syntax {
+            path: shown.clone(),
+            source,
+        })?;
+        let mut config = Self::from_properties(&props, &format!("config file {shown}"), env)?;
+        if config_file.is_some() {
+            config.settings.config_store_path = shown;
+        }
+        config.config_file = config_file.map(Path::to_path_buf);
+        Ok(config)
+    }
+
+    /// Builds a configuration from parsed properties; `origin` names their source in errors.
+    pub fn from_properties(
+        props: &[(String, String)],
+        origin: &str,
+        env: &Env,
+    ) -> Result<Config, ConfigError> {
+        let mut settings = Settings::defaults(env);
+        let mut extra = BTreeMap::new();
+        let mut shown_extensions = BTreeSet::new();
+        for (key, value) in props {
+            let known = settings.set(key, value).map_err(|e| ConfigError::Value {
+                origin: origin.to_owned(),
+                key: key.clone(),
+                value: value.clone(),
+                reason: e.0,
+            })?;
+            match Settings::key_info(key) {
+                Some(info) if known && info.group == Group::Extension => {
+                    shown_extensions.insert(info.name);
+                }
+                Some(_) => {}
+                None => {
+                    extra.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        settings
+            .validate()
+            .map_err(|(key, value, e)| ConfigError::Value {
+                origin: origin.to_owned(),
+                key: key.to_owned(),
+                value,
+                reason: e.0,
+            })?;
+        let mut black_list: BTreeSet<String> = [
+            "configBlackList",
+            "configStorePath",
+            "kvConfigPath",
+            "rocketmqHome",
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+        black_list.extend(settings.config_black_list.split(';').map(str::to_owned));
+        Ok(Config {
+            settings,
+            extra,
+            shown_extensions,
+            config_file: None,
+            black_list,
+        })
+    }
+
+    /// Java's "all configs": every NamesrvConfig and NettyServerConfig value (nulls
+    /// omitted), the file's extra properties, and this server's keys that were set.
+    pub fn all_properties(&self) -> BTreeMap<String, String> {
+        let mut all = self.extra.clone();
+        for info in Settings::KEYS {
+            if info.group == Group::Extension && !self.shown_extensions.contains(info.name) {
+                continue;
+            }
+            if let Some(v) = self.settings.get(info.name) {
+                all.insert(info.name.to_owned(), v);
+            }
+        }
+        all
+    }
+
+    /// The GET_NAMESRV_CONFIG body: `key=value\n` sorted by key, unescaped, as Java.
+    pub fn render(&self) -> String {
+        let all = self.all_properties();
+        properties::render_raw(all.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    }
+
+    /// Every effective key and value, this server's own keys included (for `-p`).
+    pub fn render_effective(&self) -> String {
+        let mut all = self.all_properties();
+        for info in Settings::KEYS {
+            all.entry(info.name.to_owned())
+                .or_insert_with(|| self.settings.get(info.name).unwrap_or_default());
+        }
+        properties::render_raw(all.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    }
+
+    /// Applies UPDATE_NAMESRV_CONFIG properties. All-or-nothing: a black-listed key or a bad
+    /// value changes nothing. Returns the updated keys that only take effect on restart.
+    pub fn update(&mut self, props: &[(String, String)]) -> Result<Vec<String>, UpdateError> {
+        if props.iter().any(|(k, _)| self.black_list.contains(k)) {
+            return Err(UpdateError::BlackListed);
+        }
+        let mut next = self.clone();
+        let mut restart = Vec::new();
+        for (key, value) in props {
+            let bad = |reason: String| UpdateError::Value {
+                key: key.clone(),
+                value: value.clone(),
+                reason,
+            };
+            match Settings::key_info(key) {
+                Some(info) => {
+                    next.settings.set(key, value).map_err(|e| bad(e.0))?;
+                    if info.group == Group::Extension {
+                        next.shown_extensions.insert(info.name);
+                    }
+                    if info.apply == Apply::Restart {
+                        restart.push(key.clone());
+                    }
+                }
+                // Java only updates extra properties it already has.
+                None => {
+                    if let Some(slot) = next.extra.get_mut(key) {
+                        *slot = value.clone();
+                    }
+                }
+            }
+        }
+        next.settings
+            .validate()
+            .map_err(|(key, value, e)| UpdateError::Value {
+                key: key.to_owned(),
+                value,
+                reason: e.0,
+            })?;
+        *self = next;
+        Ok(restart)
+    }
+
+    /// Writes all properties to `configStorePath`, durably (escaped so they read back
+    /// exactly).
+    pub fn persist(&self) -> std::io::Result<()> {
+        let all = self.all_properties();
+        let text = properties::render_escaped(all.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        crate::durable::replace(Path::new(&self.settings.config_store_path), text.as_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env() -> Env {
+        Env {
+            home: "/home/rocketmq".into(),
+            rocketmq_home: Some("/opt/rocketmq".into()),
+        }
+    }
+
+    fn props(text: &str) -> Vec<(String, String)> {
+        properties::parse(text).unwrap()
+    }
+
+    #[test]
+    fn default_listing_is_javas_40_keys() {
+        let c = Config::defaults(&env());
+        let body = c.render();
+        assert_eq!(body.lines().count(), 40);
+        assert!(body.starts_with("bindAddress=0.0.0.0\nclientRequestThreadPoolNums=8\n"));
+        assert!(body.contains("rocketmqHome=/opt/rocketmq\n"));
+        assert!(body.ends_with("writeBufferLowWaterMark=0\n"));
+        assert!(!body.contains("frameMaxLength"));
+        assert!(c.render_effective().contains("frameMaxLength=16777216\n"));
+    }
+
+    #[test]
+    fn file_values_extras_and_extensions() {
+        let c = Config::from_properties(
+            &props("listenPort=1234\nclientWorkerThreads=4\nframeMaxLength=33554432"),
+            "f",
+            &env(),
+        )
+        .unwrap();
+        assert_eq!(c.settings.listen_port, 1234);
+        assert_eq!(c.settings.frame_max_length, 32 << 20);
+        let all = c.all_properties();
+        assert_eq!(
+            all.get("clientWorkerThreads").map(String::as_str),
+            Some("4")
+        );
+        assert_eq!(
+            all.get("frameMaxLength").map(String::as_str),
+            Some("33554432")
+        );
+    }
+
+    #[test]
+    fn bad_values_name_origin_key_and_value() {
+        let err = Config::from_properties(&props("listenPort=abc"), "config file x.conf", &env())
+            .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("x.conf") && msg.contains("listenPort") && msg.contains("abc"),
+            "{msg}"
+        );
+        let err = Config::from_properties(&props("listenPort=70000"), "config file x.conf", &env())
+            .unwrap_err();
+        assert!(err.to_string().contains("70000"));
+    }
+
+    #[test]
+    fn updates_are_all_or_nothing_and_respect_the_black_list() {
+        let mut c = Config::from_properties(
+            &props("extraKey=1\nconfigBlackList=listenPort"),
+            "f",
+            &env(),
+        )
+        .unwrap();
+        assert!(matches!(
+            c.update(&props("kvConfigPath=/x")),
+            Err(UpdateError::BlackListed)
+        ));
+        assert!(matches!(
+            c.update(&props("listenPort=1")),
+            Err(UpdateError::BlackListed)
+        ));
+        assert!(matches!(
+            c.update(&props("orderMessageEnable=true\nwaitSecondsForService=-1")),
+            Err(UpdateError::Value { .. })
+        ));
+        assert!(!c.settings.order_message_enable);
+        let restart = c
+            .update(&props(
+                "orderMessageEnable=true\nbindAddress=127.0.0.1\nextraKey=2\nunknownKey=3",
+            ))
+            .unwrap();
+        assert_eq!(restart, vec!["bindAddress".to_owned()]);
+        assert!(c.settings.order_message_enable);
+        let all = c.all_properties();
+        assert_eq!(all.get("extraKey").map(String::as_str), Some("2"));
+        assert!(!all.contains_key("unknownKey"));
+    }
+
+    #[test]
+    fn load_reads_the_file_and_persist_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("namesrv.conf");
+        std::fs::write(&file, "# comment\nlistenPort = 19876\norderMessageEnable=true\nkvConfigPath=/tmp/kv\\\\x.json\n").unwrap();
+        let mut c = Config::load(Some(&file), &env()).unwrap();
+        assert_eq!(c.settings.listen_port, 19876);
+        assert_eq!(c.settings.kv_config_path, "/tmp/kv\\x.json");
+        assert_eq!(c.settings.config_store_path, file.display().to_string());
+        c.update(&props("enableTopicList=false")).unwrap();
+        c.persist().unwrap();
+        let again = Config::load(Some(&file), &env()).unwrap();
+        assert_eq!(again.settings, c.settings);
+        assert!(crate::durable::backup_path(&file).exists());
+        let missing = Config::load(Some(&dir.path().join("nope.conf")), &env()).unwrap_err();
+        assert!(missing.to_string().contains("nope.conf"));
+    }
+
+    #[test]
+    fn without_a_file_the_persisted_config_is_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = Env {
+            home: dir.path().display().to_string(),
+            rocketmq_home: None,
+        };
+        assert_eq!(Config::load(None, &env).unwrap().settings.listen_port, 9876);
+        let mut c = Config::defaults(&env);
+        c.update(&props("orderMessageEnable=true")).unwrap();
+        c.persist().unwrap();
+        assert!(
+            Config::load(None, &env)
+                .unwrap()
+                .settings
+                .order_message_enable
+        );
+    }
+}

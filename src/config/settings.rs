@@ -1,0 +1,390 @@
+//! Every configuration key the name server knows, with its Java name, type, default and
+//! whether a live update takes effect at once (CONFIG.md §1–2).
+//!
+//! The table is written once, in [`settings!`], which generates the typed [`Settings`]
+//! struct together with string access by Java key name; everything else (files, `-p`,
+//! GET/UPDATE_NAMESRV_CONFIG) works through that access.
+
+use std::fmt;
+
+/// Which Java object a key belongs to, which decides where it is listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    /// `NamesrvConfig`.
+    Namesrv,
+    /// `NettyServerConfig`.
+    Netty,
+    /// This server's own keys (not in Java): listed by GET_NAMESRV_CONFIG only once set.
+    Extension,
+}
+
+/// When an updated value takes effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Apply {
+    /// At once: the value is read on every use.
+    Live,
+    /// At the next start (ports, intervals, limits fixed at start-up).
+    Restart,
+    /// Never: accepted and reported for compatibility, not acted upon.
+    Ignored,
+}
+
+/// A key's description.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyInfo {
+    /// The Java property name.
+    pub name: &'static str,
+    /// Where it belongs.
+    pub group: Group,
+    /// When updates take effect.
+    pub apply: Apply,
+}
+
+/// Facts from the environment that defaults depend on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Env {
+    /// The process owner's home directory (Java's `user.home`).
+    pub home: String,
+    /// `ROCKETMQ_HOME`, if set.
+    pub rocketmq_home: Option<String>,
+}
+
+impl Env {
+    /// Reads `HOME` and `ROCKETMQ_HOME` from the process environment.
+    pub fn from_process() -> Env {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        Env {
+            home: var("HOME").unwrap_or_else(|| ".".to_owned()),
+            rocketmq_home: var("ROCKETMQ_HOME"),
+        }
+    }
+
+    fn under_home(&self, rel: &str) -> String {
+        format!("{}/{rel}", self.home.trim_end_matches('/'))
+    }
+}
+
+/// Why a value was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueError(pub String);
+
+impl fmt::Display for ValueError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A setting's type: how its text is parsed and rendered.
+pub trait SettingValue: Sized {
+    /// Parses a value. Numbers are trimmed; booleans accept `true`/`false` in any case.
+    fn parse_setting(text: &str) -> Result<Self, ValueError>;
+    /// The text Java would print, or `None` for an unset (null) value.
+    fn render_setting(&self) -> Option<String>;
+}
+
+impl SettingValue for bool {
+    fn parse_setting(text: &str) -> Result<Self, ValueError> {
+        match text.trim() {
+            t if t.eq_ignore_ascii_case("true") => Ok(true),
+            t if t.eq_ignore_ascii_case("false") => Ok(false),
+            _ => Err(ValueError("expected true or false".into())),
+        }
+    }
+    fn render_setting(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+}
+
+macro_rules! int_setting {
+    ($($t:ty),*) => {$(
+        impl SettingValue for $t {
+            fn parse_setting(text: &str) -> Result<Self, ValueError> {
+                text.trim().parse::<$t>().map_err(|_| {
+                    ValueError(format!("expected an integer between {} and {}", <$t>::MIN, <$t>::MAX))
+                })
+            }
+            fn render_setting(&self) -> Option<String> {
+                Some(self.to_string())
+            }
+        }
+    )*};
+}
+int_setting!(i32, i64);
+
+impl SettingValue for String {
+    fn parse_setting(text: &str) -> Result<Self, ValueError> {
+        Ok(text.trim().to_owned())
+    }
+    fn render_setting(&self) -> Option<String> {
+        Some(self.clone())
+    }
+}
+
+impl SettingValue for Option<String> {
+    fn parse_setting(text: &str) -> Result<Self, ValueError> {
+        Ok(Some(text.trim().to_owned()))
+    }
+    fn render_setting(&self) -> Option<String> {
+        self.clone()
+    }
+}
+
+macro_rules! settings {
+    ($(
+        $(#[doc = $doc:literal])*
+        $key:literal => $field:ident: $ty:ty = $default:expr, $group:ident, $apply:ident;
+    )*) => {
+        /// All settings, typed. Field docs give the Java key.
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct Settings {
+            $( $(#[doc = $doc])* #[doc = concat!("\n\nKey `", $key, "`.")] pub $field: $ty, )*
+        }
+
+        impl Settings {
+            /// Every key, in declaration order.
+            pub const KEYS: &'static [KeyInfo] = &[
+                $( KeyInfo { name: $key, group: Group::$group, apply: Apply::$apply }, )*
+            ];
+
+            /// The defaults for `env`.
+            pub fn defaults(env: &Env) -> Settings {
+                Settings { $( $field: ($default)(env), )* }
+            }
+
+            /// A key's current value as text (`None` for unknown keys and null values).
+            pub fn get(&self, key: &str) -> Option<String> {
+                match key {
+                    $( $key => self.$field.render_setting(), )*
+                    _ => None,
+                }
+            }
+
+            /// Sets a key from text; `Ok(false)` for a key this table does not have.
+            pub fn set(&mut self, key: &str, text: &str) -> Result<bool, ValueError> {
+                match key {
+                    $( $key => { self.$field = <$ty as SettingValue>::parse_setting(text)?; Ok(true) } )*
+                    _ => Ok(false),
+                }
+            }
+        }
+    };
+}
+
+settings! {
+    /// Installation directory; not needed by this server.
+    "rocketmqHome" => rocketmq_home: Option<String> = |e: &Env| e.rocketmq_home.clone(), Namesrv, Ignored;
+    /// The KV store's file.
+    "kvConfigPath" => kv_config_path: String = |e: &Env| e.under_home("namesrv/kvConfig.json"), Namesrv, Restart;
+    /// Where UPDATE_NAMESRV_CONFIG persists the configuration (the `-c` file when given).
+    "configStorePath" => config_store_path: String = |e: &Env| e.under_home("namesrv/namesrv.properties"), Namesrv, Restart;
+    /// Only used by Java's cluster-test mode.
+    "productEnvName" => product_env_name: String = |_: &Env| "center".to_owned(), Namesrv, Ignored;
+    /// Java's cluster-test mode (not supported).
+    "clusterTest" => cluster_test: bool = |_: &Env| false, Namesrv, Ignored;
+    /// Add ORDER_TOPIC_CONFIG's `orderTopicConf` to routes.
+    "orderMessageEnable" => order_message_enable: bool = |_: &Env| false, Namesrv, Live;
+    /// Return the ORDER_TOPIC_CONFIG namespace to registering brokers.
+    "returnOrderTopicConfigToBroker" => return_order_topic_config_to_broker: bool = |_: &Env| true, Namesrv, Live;
+    /// Java's route-query thread pool size.
+    "clientRequestThreadPoolNums" => client_request_thread_pool_nums: i32 = |_: &Env| 8, Namesrv, Ignored;
+    /// Java's default thread pool size.
+    "defaultThreadPoolNums" => default_thread_pool_nums: i32 = |_: &Env| 16, Namesrv, Ignored;
+    /// Java's route-query queue bound.
+    "clientRequestThreadPoolQueueCapacity" => client_request_thread_pool_queue_capacity: i32 = |_: &Env| 50000, Namesrv, Ignored;
+    /// Java's default queue bound.
+    "defaultThreadPoolQueueCapacity" => default_thread_pool_queue_capacity: i32 = |_: &Env| 10000, Namesrv, Ignored;
+    /// Milliseconds between broker-expiry scans (Java's default is 5000; this server's 10000).
+    "scanNotActiveBrokerInterval" => scan_not_active_broker_interval: i64 = |_: &Env| 10_000, Namesrv, Restart;
+    /// Java's unregistration queue bound (unregistrations are applied at once here).
+    "unRegisterBrokerQueueCapacity" => unregister_broker_queue_capacity: i32 = |_: &Env| 3000, Namesrv, Ignored;
+    /// Present a masterless read-only group's smallest-id member as its master in routes.
+    "supportActingMaster" => support_acting_master: bool = |_: &Env| false, Namesrv, Live;
+    /// Serve GET_ALL_TOPIC_LIST_FROM_NAMESERVER.
+    "enableAllTopicList" => enable_all_topic_list: bool = |_: &Env| true, Namesrv, Live;
+    /// Serve GET_TOPICS_BY_CLUSTER and the unit-topic lists.
+    "enableTopicList" => enable_topic_list: bool = |_: &Env| true, Namesrv, Live;
+    /// Send NOTIFY_MIN_BROKER_ID_CHANGE (not supported).
+    "notifyMinBrokerIdChanged" => notify_min_broker_id_changed: bool = |_: &Env| false, Namesrv, Ignored;
+    /// Start Java's embedded controller (not supported).
+    "enableControllerInNamesrv" => enable_controller_in_namesrv: bool = |_: &Env| false, Namesrv, Ignored;
+    /// Refuse route queries for `waitSecondsForService` after start-up.
+    "needWaitForService" => need_wait_for_service: bool = |_: &Env| false, Namesrv, Live;
+    /// See `needWaitForService`.
+    "waitSecondsForService" => wait_seconds_for_service: i32 = |_: &Env| 45, Namesrv, Live;
+    /// Drop a master's topics that its registration no longer lists.
+    "deleteTopicWithBrokerRegistration" => delete_topic_with_broker_registration: bool = |_: &Env| false, Namesrv, Live;
+    /// `;`-separated keys UPDATE_NAMESRV_CONFIG refuses (read at start).
+    "configBlackList" => config_black_list: String = |_: &Env| "configBlackList;configStorePath;kvConfigPath".to_owned(), Namesrv, Restart;
+
+    /// Listen address.
+    "bindAddress" => bind_address: String = |_: &Env| "0.0.0.0".to_owned(), Netty, Restart;
+    /// Listen port (0 picks a free one).
+    "listenPort" => listen_port: i32 = |_: &Env| 9876, Netty, Restart;
+    /// Netty handler threads (not used).
+    "serverWorkerThreads" => server_worker_threads: i32 = |_: &Env| 8, Netty, Ignored;
+    /// Netty callback threads (not used).
+    "serverCallbackExecutorThreads" => server_callback_executor_threads: i32 = |_: &Env| 0, Netty, Ignored;
+    /// Netty selector threads (not used).
+    "serverSelectorThreads" => server_selector_threads: i32 = |_: &Env| 3, Netty, Ignored;
+    /// Server-initiated one-way limit (not used).
+    "serverOnewaySemaphoreValue" => server_oneway_semaphore_value: i32 = |_: &Env| 256, Netty, Ignored;
+    /// Server-initiated async limit (not used).
+    "serverAsyncSemaphoreValue" => server_async_semaphore_value: i32 = |_: &Env| 64, Netty, Ignored;
+    /// Close connections with no read and no write for this many seconds (0 = never).
+    "serverChannelMaxIdleTimeSeconds" => server_channel_max_idle_time_seconds: i32 = |_: &Env| 120, Netty, Restart;
+    /// SO_SNDBUF of accepted connections (0 = system default).
+    "serverSocketSndBufSize" => server_socket_snd_buf_size: i32 = |_: &Env| 0, Netty, Restart;
+    /// SO_RCVBUF of accepted connections (0 = system default).
+    "serverSocketRcvBufSize" => server_socket_rcv_buf_size: i32 = |_: &Env| 0, Netty, Restart;
+    /// Netty write-buffer high water mark (not used; see `maxQueuedResponseBytes`).
+    "writeBufferHighWaterMark" => write_buffer_high_water_mark: i32 = |_: &Env| 0, Netty, Ignored;
+    /// Netty write-buffer low water mark (not used).
+    "writeBufferLowWaterMark" => write_buffer_low_water_mark: i32 = |_: &Env| 0, Netty, Ignored;
+    /// Listen backlog.
+    "serverSocketBacklog" => server_socket_backlog: i32 = |_: &Env| 1024, Netty, Restart;
+    /// Netty worker group (not used).
+    "serverNettyWorkerGroupEnable" => server_netty_worker_group_enable: bool = |_: &Env| true, Netty, Ignored;
+    /// Netty allocator choice (not used).
+    "serverPooledByteBufAllocatorEnable" => server_pooled_byte_buf_allocator_enable: bool = |_: &Env| true, Netty, Ignored;
+    /// Java's GO_AWAY shutdown mode (not used: see `shutdownGracePeriodMillis`).
+    "enableShutdownGracefully" => enable_shutdown_gracefully: bool = |_: &Env| false, Netty, Ignored;
+    /// Java's GO_AWAY period (not used).
+    "shutdownWaitTimeSeconds" => shutdown_wait_time_seconds: i32 = |_: &Env| 30, Netty, Ignored;
+    /// Netty epoll transport (not used).
+    "useEpollNativeSelector" => use_epoll_native_selector: bool = |_: &Env| false, Netty, Ignored;
+
+    /// Largest frame accepted, counting its 4-byte length prefix (Java's
+    /// `com.rocketmq.remoting.frameMaxLength`). Raise it for brokers with very many topics.
+    "frameMaxLength" => frame_max_length: i64 = |_: &Env| 16 * 1024 * 1024, Extension, Restart;
+    /// Most client connections held at once; further ones are closed at accept.
+    "maxConnections" => max_connections: i32 = |_: &Env| 50_000, Extension, Restart;
+    /// Most response bytes queued for one connection before the server stops reading it.
+    "maxQueuedResponseBytes" => max_queued_response_bytes: i64 = |_: &Env| 4 * 1024 * 1024, Extension, Restart;
+    /// How long shutdown waits for in-flight requests before closing connections.
+    "shutdownGracePeriodMillis" => shutdown_grace_period_millis: i64 = |_: &Env| 10_000, Extension, Restart;
+}
+
+impl Settings {
+    /// The key's description, if it is one of ours.
+    pub fn key_info(key: &str) -> Option<&'static KeyInfo> {
+        Self::KEYS.iter().find(|k| k.name == key)
+    }
+
+    /// Checks ranges that parsing cannot: a value of the right type can still be unusable.
+    pub fn validate(&self) -> Result<(), (&'static str, String, ValueError)> {
+        let check = |ok: bool, key: &'static str, value: String, msg: &str| {
+            if ok {
+                Ok(())
+            } else {
+                Err((key, value, ValueError(msg.to_owned())))
+            }
+        };
+        check(
+            (0..=65535).contains(&self.listen_port),
+            "listenPort",
+            self.listen_port.to_string(),
+            "expected a port between 0 and 65535",
+        )?;
+        check(
+            self.scan_not_active_broker_interval > 0,
+            "scanNotActiveBrokerInterval",
+            self.scan_not_active_broker_interval.to_string(),
+            "expected a positive number of milliseconds",
+        )?;
+        check(
+            self.server_channel_max_idle_time_seconds >= 0,
+            "serverChannelMaxIdleTimeSeconds",
+            self.server_channel_max_idle_time_seconds.to_string(),
+            "expected 0 (never) or a positive number of seconds",
+        )?;
+        check(
+            self.wait_seconds_for_service >= 0,
+            "waitSecondsForService",
+            self.wait_seconds_for_service.to_string(),
+            "expected a non-negative number of seconds",
+        )?;
+        check(
+            (1024..=i32::MAX as i64).contains(&self.frame_max_length),
+            "frameMaxLength",
+            self.frame_max_length.to_string(),
+            "expected between 1024 and 2147483647 bytes",
+        )?;
+        check(
+            self.max_connections > 0,
+            "maxConnections",
+            self.max_connections.to_string(),
+            "expected a positive number",
+        )?;
+        check(
+            self.max_queued_response_bytes >= 64 * 1024,
+            "maxQueuedResponseBytes",
+            self.max_queued_response_bytes.to_string(),
+            "expected at least 65536 bytes",
+        )?;
+        check(
+            self.shutdown_grace_period_millis >= 0,
+            "shutdownGracePeriodMillis",
+            self.shutdown_grace_period_millis.to_string(),
+            "expected a non-negative number of milliseconds",
+        )?;
+        check(
+            self.server_socket_backlog > 0,
+            "serverSocketBacklog",
+            self.server_socket_backlog.to_string(),
+            "expected a positive number",
+        )?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env() -> Env {
+        Env {
+            home: "/home/rocketmq".into(),
+            rocketmq_home: None,
+        }
+    }
+
+    #[test]
+    fn defaults_match_java_where_java_has_the_key() {
+        let s = Settings::defaults(&env());
+        assert_eq!(
+            s.get("kvConfigPath").as_deref(),
+            Some("/home/rocketmq/namesrv/kvConfig.json")
+        );
+        assert_eq!(s.get("listenPort").as_deref(), Some("9876"));
+        assert_eq!(s.get("rocketmqHome"), None);
+        assert_eq!(
+            s.get("configBlackList").as_deref(),
+            Some("configBlackList;configStorePath;kvConfigPath")
+        );
+        assert_eq!(
+            Settings::KEYS
+                .iter()
+                .filter(|k| k.group != Group::Extension)
+                .count(),
+            40
+        );
+        s.validate().unwrap();
+    }
+
+    #[test]
+    fn set_parses_by_type() {
+        let mut s = Settings::defaults(&env());
+        assert_eq!(s.set("listenPort", " 9877 "), Ok(true));
+        assert_eq!(s.listen_port, 9877);
+        assert_eq!(s.set("orderMessageEnable", "TRUE"), Ok(true));
+        assert!(s.order_message_enable);
+        assert!(s.set("orderMessageEnable", "yes").is_err());
+        assert!(s.set("listenPort", "98x").is_err());
+        assert!(s.set("listenPort", "99999999999").is_err());
+        assert_eq!(s.set("noSuchKey", "1"), Ok(false));
+        assert_eq!(s.set("bindAddress", " 127.0.0.1 "), Ok(true));
+        assert_eq!(s.bind_address, "127.0.0.1");
+        s.listen_port = 70000;
+        assert_eq!(s.validate().unwrap_err().0, "listenPort");
+    }
+}

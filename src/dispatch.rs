@@ -1,0 +1,66 @@
+//! The one `match` on request codes, and the one place handler errors become responses.
+
+use crate::handlers::{self, Context};
+use crate::protocol::RemotingCommand;
+use crate::protocol::code::{request as rc, response};
+use crate::state::route_table::query::UnitFilter;
+
+/// Handles one request. Returns the response to write, or `None` for one-way requests and
+/// for stray responses (the name server sends no requests on accepted connections).
+pub fn dispatch(ctx: &mut Context<'_>, req: &RemotingCommand) -> Option<RemotingCommand> {
+    if req.is_response() {
+        tracing::debug!(
+            code = req.code,
+            opaque = req.opaque,
+            "ignoring a response frame"
+        );
+        return None;
+    }
+    let result = match req.code {
+        rc::PUT_KV_CONFIG => handlers::kv::put(ctx, req),
+        rc::GET_KV_CONFIG => handlers::kv::get(ctx, req),
+        rc::DELETE_KV_CONFIG => handlers::kv::delete(ctx, req),
+        rc::GET_KVLIST_BY_NAMESPACE => handlers::kv::list(ctx, req),
+        rc::REGISTER_BROKER => handlers::broker::register(ctx, req),
+        rc::UNREGISTER_BROKER => handlers::broker::unregister(ctx, req),
+        rc::BROKER_HEARTBEAT => handlers::broker::heartbeat(ctx, req),
+        rc::QUERY_DATA_VERSION => handlers::broker::query_data_version(ctx, req),
+        rc::GET_BROKER_MEMBER_GROUP => handlers::broker::member_group(ctx, req),
+        rc::GET_ROUTEINFO_BY_TOPIC => handlers::route::route(ctx, req),
+        rc::GET_BROKER_CLUSTER_INFO => handlers::route::cluster(ctx, req),
+        rc::GET_ALL_TOPIC_LIST_FROM_NAMESERVER => handlers::topic::all(ctx, req),
+        rc::GET_TOPICS_BY_CLUSTER => handlers::topic::by_cluster(ctx, req),
+        rc::GET_SYSTEM_TOPIC_LIST_FROM_NS => handlers::topic::system(ctx, req),
+        rc::GET_UNIT_TOPIC_LIST => handlers::topic::unit(ctx, UnitFilter::Unit),
+        rc::GET_HAS_UNIT_SUB_TOPIC_LIST => handlers::topic::unit(ctx, UnitFilter::UnitSub),
+        rc::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST => {
+            handlers::topic::unit(ctx, UnitFilter::UnitSubNotUnit)
+        }
+        rc::DELETE_TOPIC_IN_NAMESRV => handlers::topic::delete(ctx, req),
+        rc::REGISTER_TOPIC_IN_NAMESRV => handlers::topic::register(ctx, req),
+        rc::WIPE_WRITE_PERM_OF_BROKER => handlers::admin::wipe_write_perm(ctx, req),
+        rc::ADD_WRITE_PERM_OF_BROKER => handlers::admin::add_write_perm(ctx, req),
+        rc::UPDATE_NAMESRV_CONFIG => handlers::admin::update_config(ctx, req),
+        rc::GET_NAMESRV_CONFIG => handlers::admin::get_config(ctx, req),
+        code => Ok(RemotingCommand::error(
+            response::REQUEST_CODE_NOT_SUPPORTED,
+            format!(" request type {code} not supported"),
+        )),
+    };
+    let mut resp = match result {
+        Ok(resp) => resp,
+        Err(e) if e.is_internal() => {
+            tracing::error!(code = req.code, error = %e, "request failed");
+            e.to_response()
+        }
+        Err(e) => {
+            tracing::debug!(code = req.code, error = %e, "bad request");
+            e.to_response()
+        }
+    };
+    if req.is_oneway() {
+        return None;
+    }
+    resp.opaque = req.opaque;
+    Some(resp)
+}

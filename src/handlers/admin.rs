@@ -1,0 +1,103 @@
+//! Operator requests: GET/UPDATE_NAMESRV_CONFIG and WIPE/ADD_WRITE_PERM_OF_BROKER
+//! (NAMESRV.md §2.10–2.11, §2.18–2.19).
+
+use super::{Context, Fields, HandlerResult};
+use crate::config::UpdateError;
+use crate::config::properties;
+use crate::error::HandlerError;
+use crate::protocol::code::response;
+use crate::protocol::{ExtFields, RemotingCommand};
+
+/// GET_NAMESRV_CONFIG: every property, sorted, as `key=value` lines.
+pub fn get_config(ctx: &mut Context<'_>, _req: &RemotingCommand) -> HandlerResult {
+    let text = ctx.state.config().render();
+    Ok(RemotingCommand::success().with_body(text.into_bytes()))
+}
+
+/// UPDATE_NAMESRV_CONFIG: refuses black-listed keys, applies the rest all-or-nothing,
+/// persists to `configStorePath` before answering, and notes keys that need a restart.
+pub fn update_config(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
+    let Some(body) = &req.body else {
+        return Ok(RemotingCommand::success());
+    };
+    let text = String::from_utf8_lossy(body);
+    let Ok(props) = properties::parse(&text) else {
+        return Ok(RemotingCommand::error(
+            response::SYSTEM_ERROR,
+            "string2Properties error",
+        ));
+    };
+    let mut next = ctx.state.config().clone();
+    let restart = match next.update(&props) {
+        Ok(restart) => restart,
+        Err(UpdateError::BlackListed) => {
+            return Ok(RemotingCommand::error(
+                response::NO_PERMISSION,
+                "Can not update config in black list.",
+            ));
+        }
+        Err(e @ UpdateError::Value { .. }) => {
+            return Ok(RemotingCommand::error(
+                response::SYSTEM_ERROR,
+                e.to_string(),
+            ));
+        }
+    };
+    next.persist().map_err(|source| HandlerError::Storage {
+        what: "cannot persist the name server config",
+        source,
+    })?;
+    let keys: Vec<&str> = props.iter().map(|(k, _)| k.as_str()).collect();
+    tracing::info!(?keys, "name server config updated");
+    ctx.state.replace_config(next);
+    if restart.is_empty() {
+        Ok(RemotingCommand::success())
+    } else {
+        tracing::info!(keys = ?restart, "updated keys take effect after a restart");
+        Ok(RemotingCommand::response(
+            response::SUCCESS,
+            Some(format!(
+                "stored; takes effect after a restart: {}",
+                restart.join(", ")
+            )),
+        ))
+    }
+}
+
+fn change_perm(ctx: &mut Context<'_>, req: &RemotingCommand, wipe: bool) -> HandlerResult {
+    let broker_name = Fields(req).required("brokerName")?;
+    let count = {
+        let mut routes = ctx.state.routes_mut();
+        if wipe {
+            routes.wipe_write_perm(broker_name)
+        } else {
+            routes.add_write_perm(broker_name)
+        }
+    };
+    tracing::info!(
+        broker = broker_name,
+        topics = count,
+        wipe,
+        "write permission changed"
+    );
+    let mut fields = ExtFields::new();
+    fields.insert(
+        if wipe {
+            "wipeTopicCount"
+        } else {
+            "addTopicCount"
+        },
+        count.to_string(),
+    );
+    Ok(RemotingCommand::success().with_ext_fields(fields))
+}
+
+/// WIPE_WRITE_PERM_OF_BROKER.
+pub fn wipe_write_perm(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
+    change_perm(ctx, req, true)
+}
+
+/// ADD_WRITE_PERM_OF_BROKER.
+pub fn add_write_perm(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
+    change_perm(ctx, req, false)
+}

@@ -1,0 +1,77 @@
+//! Request handlers, one file per domain. A handler takes the request and a [`Context`] and
+//! returns the response (or a [`HandlerError`]); it never touches a socket.
+
+pub mod admin;
+pub mod broker;
+pub mod kv;
+pub mod route;
+pub mod topic;
+
+use tokio::time::Instant;
+
+use crate::error::HandlerError;
+use crate::protocol::RemotingCommand;
+use crate::state::{ConnId, Namesrv};
+
+/// What a handler knows besides the request.
+pub struct Context<'a> {
+    /// The shared state.
+    pub state: &'a Namesrv,
+    /// The connection the request came on.
+    pub conn: ConnId,
+    /// The time the request is handled at (tokio's clock).
+    pub now: Instant,
+    /// Set when the request registered a broker on this connection, so that closing the
+    /// connection unregisters it.
+    pub registered_broker: bool,
+}
+
+/// The result of a handler.
+pub type HandlerResult = Result<RemotingCommand, HandlerError>;
+
+/// Typed access to a request's ext fields, with Java's parsing rules.
+pub(crate) struct Fields<'a>(pub &'a RemotingCommand);
+
+impl<'a> Fields<'a> {
+    /// A field that must be present.
+    pub fn required(&self, name: &'static str) -> Result<&'a str, HandlerError> {
+        self.0.ext(name).ok_or(HandlerError::MissingField(name))
+    }
+
+    /// A field that may be absent.
+    pub fn optional(&self, name: &str) -> Option<&'a str> {
+        self.0.ext(name)
+    }
+
+    fn parse<T: std::str::FromStr>(name: &'static str, value: &str) -> Result<T, HandlerError> {
+        value.parse::<T>().map_err(|_| HandlerError::InvalidField {
+            field: name,
+            value: value.to_owned(),
+        })
+    }
+
+    /// A required `Long` field.
+    pub fn required_i64(&self, name: &'static str) -> Result<i64, HandlerError> {
+        Self::parse(name, self.required(name)?)
+    }
+
+    /// An optional `Long` field.
+    pub fn optional_i64(&self, name: &'static str) -> Result<Option<i64>, HandlerError> {
+        self.optional(name)
+            .map(|v| Self::parse(name, v))
+            .transpose()
+    }
+
+    /// An optional `Integer` field.
+    pub fn optional_i32(&self, name: &'static str) -> Result<Option<i32>, HandlerError> {
+        self.optional(name)
+            .map(|v| Self::parse(name, v))
+            .transpose()
+    }
+
+    /// An optional `Boolean` field, read as Java's `Boolean.parseBoolean` (only a
+    /// case-insensitive `true` is true).
+    pub fn optional_bool(&self, name: &str) -> Option<bool> {
+        self.optional(name).map(|v| v.eq_ignore_ascii_case("true"))
+    }
+}

@@ -1,0 +1,70 @@
+//! Topic listings and topic changes: GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+//! GET_TOPICS_BY_CLUSTER, GET_SYSTEM_TOPIC_LIST_FROM_NS, the three unit-topic lists,
+//! DELETE_TOPIC_IN_NAMESRV and REGISTER_TOPIC_IN_NAMESRV (NAMESRV.md §2.12–2.17).
+
+use super::{Context, Fields, HandlerResult};
+use crate::error::HandlerError;
+use crate::protocol::RemotingCommand;
+use crate::protocol::body::lists::topic_list;
+use crate::protocol::body::route::decode_queue_datas;
+use crate::protocol::code::response;
+use crate::state::route_table::query::UnitFilter;
+
+fn disabled() -> HandlerResult {
+    Ok(RemotingCommand::error(response::SYSTEM_ERROR, "disable"))
+}
+
+/// GET_ALL_TOPIC_LIST_FROM_NAMESERVER (gated by `enableAllTopicList`).
+pub fn all(ctx: &mut Context<'_>, _req: &RemotingCommand) -> HandlerResult {
+    if !ctx.state.config().settings.enable_all_topic_list {
+        return disabled();
+    }
+    let topics = ctx.state.routes().all_topics();
+    Ok(RemotingCommand::success().with_body(topic_list(topics, None)))
+}
+
+/// GET_TOPICS_BY_CLUSTER (gated by `enableTopicList`, checked before the header).
+pub fn by_cluster(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
+    if !ctx.state.config().settings.enable_topic_list {
+        return disabled();
+    }
+    let cluster = Fields(req).required("cluster")?;
+    let topics = ctx.state.routes().topics_by_cluster(cluster);
+    Ok(RemotingCommand::success().with_body(topic_list(topics, None)))
+}
+
+/// GET_SYSTEM_TOPIC_LIST_FROM_NS: cluster and group names, plus one broker address.
+pub fn system(ctx: &mut Context<'_>, _req: &RemotingCommand) -> HandlerResult {
+    let (topics, addr) = ctx.state.routes().system_topics();
+    Ok(RemotingCommand::success().with_body(topic_list(topics, addr.as_deref())))
+}
+
+/// GET_UNIT_TOPIC_LIST, GET_HAS_UNIT_SUB_TOPIC_LIST and GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST.
+pub fn unit(ctx: &mut Context<'_>, filter: UnitFilter) -> HandlerResult {
+    if !ctx.state.config().settings.enable_topic_list {
+        return disabled();
+    }
+    let topics = ctx.state.routes().unit_topics(filter);
+    Ok(RemotingCommand::success().with_body(topic_list(topics, None)))
+}
+
+/// DELETE_TOPIC_IN_NAMESRV: everywhere, or only in `clusterName`'s groups.
+pub fn delete(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
+    let f = Fields(req);
+    let topic = f.required("topic")?;
+    let cluster = f.optional("clusterName");
+    ctx.state.routes_mut().delete_topic(topic, cluster);
+    tracing::info!(topic, cluster, "topic deleted");
+    Ok(RemotingCommand::success())
+}
+
+/// REGISTER_TOPIC_IN_NAMESRV: only the body's `queueDatas` are used.
+pub fn register(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
+    let topic = Fields(req).required("topic")?;
+    if let Some(body) = &req.body {
+        let queue_datas = decode_queue_datas(body)
+            .map_err(|e| HandlerError::BadBody(format!("Failed to decode TopicRouteData: {e}")))?;
+        ctx.state.routes_mut().register_topic(topic, &queue_datas);
+    }
+    Ok(RemotingCommand::success())
+}

@@ -1,0 +1,190 @@
+//! One client connection: read frames, dispatch each, write responses in order.
+//!
+//! Requests are handled in arrival order on the connection's task, and all responses to the
+//! requests that arrived together are written together. The connection stops reading while
+//! more than `max_queued_response_bytes` are waiting to be written, so a peer that never
+//! reads cannot grow the server's memory. A malformed frame closes the connection without a
+//! reply; so does the idle timeout. When the connection ends, brokers it registered are
+//! unregistered at once.
+
+use std::net::SocketAddr;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::time::{Instant, Sleep};
+use tokio_util::sync::CancellationToken;
+
+use super::ServerConfig;
+use crate::dispatch::dispatch;
+use crate::handlers::Context;
+use crate::protocol::{DecodeError, decode_frame, encode_frame, split_frame};
+use crate::state::{ConnId, Namesrv};
+
+const READ_CHUNK: usize = 16 * 1024;
+/// Buffers that grew past this for one large frame are released afterwards.
+const KEEP_CAPACITY: usize = 256 * 1024;
+
+/// Why a connection ended.
+enum End {
+    Eof,
+    Idle,
+    Cancelled,
+    Io(std::io::Error),
+    Malformed(DecodeError),
+}
+
+struct Conn<'a> {
+    state: Namesrv,
+    config: &'a ServerConfig,
+    conn: ConnId,
+    peer: SocketAddr,
+    registered_broker: bool,
+}
+
+/// Serves one connection until it closes, fails, idles out or `cancel` fires.
+pub(super) async fn serve(
+    stream: TcpStream,
+    peer: SocketAddr,
+    conn: ConnId,
+    state: Namesrv,
+    config: &ServerConfig,
+    cancel: CancellationToken,
+) {
+    let _ = stream.set_nodelay(true);
+    let (mut reader, mut writer) = stream.into_split();
+    let mut c = Conn {
+        state,
+        config,
+        conn,
+        peer,
+        registered_broker: false,
+    };
+    let end = c.run(&mut reader, &mut writer, &cancel).await;
+    match &end {
+        End::Malformed(e) => {
+            tracing::warn!(%peer, error = %e, "malformed frame: closing the connection")
+        }
+        End::Idle => tracing::info!(%peer, "connection idle: closing it"),
+        End::Io(e) => tracing::debug!(%peer, error = %e, "connection error"),
+        End::Eof | End::Cancelled => tracing::debug!(%peer, "connection closed"),
+    }
+    let _ = writer.shutdown().await;
+    if c.registered_broker {
+        c.state.connection_closed(conn);
+    }
+}
+
+impl Conn<'_> {
+    async fn run(
+        &mut self,
+        reader: &mut tokio::net::tcp::OwnedReadHalf,
+        writer: &mut OwnedWriteHalf,
+        cancel: &CancellationToken,
+    ) -> End {
+        let mut input = BytesMut::with_capacity(READ_CHUNK);
+        let mut output = BytesMut::new();
+        let idle = self.config.idle_timeout;
+        let far = || Instant::now() + std::time::Duration::from_secs(86_400 * 365);
+        let sleep = tokio::time::sleep_until(idle.map_or_else(far, |d| Instant::now() + d));
+        tokio::pin!(sleep);
+        loop {
+            if let Err(e) = self
+                .handle_buffered(&mut input, &mut output, writer, sleep.as_mut())
+                .await
+            {
+                return e;
+            }
+            if !output.is_empty()
+                && let Err(e) = write_or_idle(writer, &mut output, sleep.as_mut(), idle).await
+            {
+                return e;
+            }
+            if input.capacity() > KEEP_CAPACITY && input.is_empty() {
+                input = BytesMut::with_capacity(READ_CHUNK);
+            }
+            if output.capacity() > KEEP_CAPACITY {
+                output = BytesMut::new();
+            }
+            if cancel.is_cancelled() {
+                return End::Cancelled;
+            }
+            if input.capacity() - input.len() < READ_CHUNK / 2 {
+                input.reserve(READ_CHUNK);
+            }
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return End::Cancelled,
+                read = reader.read_buf(&mut input) => match read {
+                    Ok(0) => return End::Eof,
+                    Ok(_) => {
+                        if let Some(d) = idle {
+                            sleep.as_mut().reset(Instant::now() + d);
+                        }
+                    }
+                    Err(e) => return End::Io(e),
+                },
+                _ = &mut sleep => return End::Idle,
+            }
+        }
+    }
+
+    /// Handles every complete frame in `input`, flushing when too much output is queued.
+    async fn handle_buffered(
+        &mut self,
+        input: &mut BytesMut,
+        output: &mut BytesMut,
+        writer: &mut OwnedWriteHalf,
+        mut sleep: std::pin::Pin<&mut Sleep>,
+    ) -> Result<(), End> {
+        while let Some(frame) =
+            split_frame(input, self.config.frame_limits).map_err(End::Malformed)?
+        {
+            let (request, _) = decode_frame(frame).map_err(End::Malformed)?;
+            let mut ctx = Context {
+                state: &self.state,
+                conn: self.conn,
+                now: Instant::now(),
+                registered_broker: false,
+            };
+            let response = dispatch(&mut ctx, &request);
+            if ctx.registered_broker && !self.registered_broker {
+                tracing::debug!(peer = %self.peer, conn = ?self.conn, "connection now carries a broker");
+                self.registered_broker = true;
+            }
+            if let Some(response) = response {
+                encode_frame(&response, self.config.serialize_type, output);
+                if output.len() >= self.config.max_queued_response_bytes {
+                    write_or_idle(writer, output, sleep.as_mut(), self.config.idle_timeout).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes all of `output`, giving up if the peer reads nothing for the idle timeout.
+async fn write_or_idle(
+    writer: &mut OwnedWriteHalf,
+    output: &mut BytesMut,
+    mut sleep: std::pin::Pin<&mut Sleep>,
+    idle: Option<std::time::Duration>,
+) -> Result<(), End> {
+    while !output.is_empty() {
+        tokio::select! {
+            written = writer.write_buf(output) => match written {
+                Ok(0) => return Err(End::Eof),
+                Ok(_) => {
+                    if let Some(d) = idle {
+                        sleep.as_mut().reset(Instant::now() + d);
+                    }
+                }
+                Err(e) => return Err(End::Io(e)),
+            },
+            _ = &mut sleep => return Err(End::Idle),
+        }
+    }
+    output.clear();
+    Ok(())
+}

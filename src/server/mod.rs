@@ -1,0 +1,205 @@
+//! The TCP server: the accept loop with its connection cap, one task per connection, the
+//! broker-expiry scan, and graceful shutdown.
+//!
+//! Every task is spawned on one [`TaskTracker`] and stops when one [`CancellationToken`]
+//! fires. [`run`] returns after the shutdown future completes and the tasks have drained, or
+//! after the grace period, whichever is first.
+
+mod connection;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::Settings;
+use crate::protocol::{FrameLimits, SerializeType};
+use crate::state::{ConnId, Namesrv, housekeeping};
+
+/// Server behaviour fixed at start-up.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Frame size limit.
+    pub frame_limits: FrameLimits,
+    /// Close connections idle (no read, no write) for this long; `None` never.
+    pub idle_timeout: Option<Duration>,
+    /// Most connections held at once.
+    pub max_connections: usize,
+    /// Most response bytes buffered for one connection before it stops being read.
+    pub max_queued_response_bytes: usize,
+    /// How long shutdown waits for connections to finish their requests.
+    pub grace_period: Duration,
+    /// Period of the broker-expiry scan.
+    pub scan_interval: Duration,
+    /// Header encoding of responses.
+    pub serialize_type: SerializeType,
+}
+
+impl ServerConfig {
+    /// The server configuration for `settings`; the response encoding comes from
+    /// `ROCKETMQ_SERIALIZE_TYPE` as in Java (JSON when unset).
+    pub fn from_settings(s: &Settings, serialize_type: SerializeType) -> ServerConfig {
+        ServerConfig {
+            frame_limits: FrameLimits {
+                max_frame_length: s.frame_max_length as usize,
+            },
+            idle_timeout: (s.server_channel_max_idle_time_seconds > 0)
+                .then(|| Duration::from_secs(s.server_channel_max_idle_time_seconds as u64)),
+            max_connections: s.max_connections as usize,
+            max_queued_response_bytes: s.max_queued_response_bytes as usize,
+            grace_period: Duration::from_millis(s.shutdown_grace_period_millis as u64),
+            scan_interval: Duration::from_millis(s.scan_not_active_broker_interval as u64),
+            serialize_type,
+        }
+    }
+}
+
+/// Open connections, so that the expiry scan can close a broker's connection.
+#[derive(Default)]
+struct Connections(Mutex<HashMap<ConnId, CancellationToken>>);
+
+impl Connections {
+    fn close(&self, conn: ConnId) {
+        if let Some(token) = self.0.lock().get(&conn) {
+            token.cancel();
+        }
+    }
+}
+
+/// Logs refused connections at most once per interval, with a count.
+struct RefusalLog {
+    last: Option<Instant>,
+    suppressed: u64,
+}
+
+impl RefusalLog {
+    const INTERVAL: Duration = Duration::from_secs(10);
+
+    fn refused(&mut self, limit: usize, peer: std::net::SocketAddr) {
+        let now = Instant::now();
+        if self
+            .last
+            .is_some_and(|t| now.duration_since(t) < Self::INTERVAL)
+        {
+            self.suppressed += 1;
+            return;
+        }
+        tracing::warn!(%peer, limit, refused_since_last_report = self.suppressed, "connection limit reached: refusing connections");
+        self.last = Some(now);
+        self.suppressed = 0;
+    }
+}
+
+/// Serves `listener` until `shutdown` completes, then drains within the grace period.
+pub async fn run(
+    listener: TcpListener,
+    state: Namesrv,
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let cancel = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    let connections = Arc::new(Connections::default());
+    let config = Arc::new(config);
+    {
+        let connections = connections.clone();
+        tracker.spawn(housekeeping::run(
+            state.clone(),
+            config.scan_interval,
+            cancel.child_token(),
+            move |conn| connections.close(conn),
+        ));
+    }
+    let limit = Arc::new(Semaphore::new(config.max_connections));
+    let mut refusals = RefusalLog {
+        last: None,
+        suppressed: 0,
+    };
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(pair) => pair,
+                    Err(e) => {
+                        // Typically out of file descriptors: back off instead of spinning.
+                        tracing::error!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                };
+                let Ok(permit) = limit.clone().try_acquire_owned() else {
+                    refusals.refused(config.max_connections, peer);
+                    drop(stream);
+                    continue;
+                };
+                let conn = state.next_conn_id();
+                let token = cancel.child_token();
+                connections.0.lock().insert(conn, token.clone());
+                let (state, config, connections) = (state.clone(), config.clone(), connections.clone());
+                tracker.spawn(async move {
+                    connection::serve(stream, peer, conn, state, &config, token).await;
+                    connections.0.lock().remove(&conn);
+                    drop(permit);
+                });
+            }
+        }
+    }
+    drop(listener);
+    tracing::info!("shutting down: no new connections; finishing in-flight requests");
+    cancel.cancel();
+    tracker.close();
+    if tokio::time::timeout(config.grace_period, tracker.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            remaining = tracker.len(),
+            grace = ?config.grace_period,
+            "grace period over: closing the remaining connections"
+        );
+    }
+    Ok(())
+}
+
+/// Binds the listening socket as `bindAddress`/`listenPort`/`serverSocketBacklog` and the
+/// socket buffer sizes say.
+pub async fn bind(s: &Settings) -> std::io::Result<TcpListener> {
+    let addrs: Vec<std::net::SocketAddr> =
+        tokio::net::lookup_host((s.bind_address.as_str(), s.listen_port as u16))
+            .await?
+            .collect();
+    let mut last = None;
+    for addr in addrs {
+        let socket = if addr.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        socket.set_reuseaddr(true)?;
+        if s.server_socket_snd_buf_size > 0 {
+            socket.set_send_buffer_size(s.server_socket_snd_buf_size as u32)?;
+        }
+        if s.server_socket_rcv_buf_size > 0 {
+            socket.set_recv_buffer_size(s.server_socket_rcv_buf_size as u32)?;
+        }
+        match socket
+            .bind(addr)
+            .and_then(|()| socket.listen(s.server_socket_backlog as u32))
+        {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::AddrNotAvailable, "no address to bind")
+    }))
+}

@@ -1,0 +1,33 @@
+//! The broker-expiry scan: every `scanNotActiveBrokerInterval`, unregister brokers silent for
+//! longer than their timeout and close their connections.
+
+use std::time::Duration;
+
+use tokio::time::{Instant, MissedTickBehavior};
+use tokio_util::sync::CancellationToken;
+
+use super::{ConnId, Namesrv};
+
+/// Runs the scan until `cancel` fires; `close` is asked to close each expired broker's
+/// connection, as Java closes its channel.
+pub async fn run(
+    state: Namesrv,
+    interval: Duration,
+    cancel: CancellationToken,
+    close: impl Fn(ConnId),
+) {
+    // Java waits one period before the first scan (5 s on develop); so does this.
+    let mut ticks = tokio::time::interval_at(Instant::now() + interval, interval);
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            now = ticks.tick() => {
+                let expired = state.routes_mut().expire(now);
+                for (_, conn) in expired {
+                    close(conn);
+                }
+            }
+        }
+    }
+}

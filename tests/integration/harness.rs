@@ -1,0 +1,285 @@
+//! Shared test harness: an in-process server on an ephemeral port with its own temporary
+//! home directory, and a raw protocol client.
+
+#![allow(dead_code)] // each test module uses a different part of the harness
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use namesrv::config::{Config, Env, properties};
+use namesrv::kv::KvStore;
+use namesrv::protocol::{
+    ExtFields, FrameLimits, RemotingCommand, SerializeType, decode_frame, encode_frame, split_frame,
+};
+use namesrv::server::{self, ServerConfig};
+use namesrv::state::Namesrv;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// A running server.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub state: Namesrv,
+    pub home: tempfile::TempDir,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+/// How to start a test server.
+#[derive(Clone, Default)]
+pub struct Options {
+    /// Properties text, as in a config file.
+    pub properties: String,
+    /// `user.home` for defaults; a fresh temp dir when `None`.
+    pub home: Option<String>,
+    /// `ROCKETMQ_HOME`.
+    pub rocketmq_home: Option<String>,
+    /// Where the KV file lives; `<temp home>/namesrv/kvConfig.json` when `None`.
+    pub kv_path: Option<PathBuf>,
+}
+
+impl TestServer {
+    pub async fn start() -> TestServer {
+        Self::start_with(Options::default()).await
+    }
+
+    pub async fn with_properties(text: &str) -> TestServer {
+        Self::start_with(Options {
+            properties: text.to_owned(),
+            ..Options::default()
+        })
+        .await
+    }
+
+    pub async fn start_with(opts: Options) -> TestServer {
+        let dir = tempfile::tempdir().unwrap();
+        Self::start_in(dir, opts).await
+    }
+
+    /// Starts a server whose home is `dir` (to restart on the same files).
+    pub async fn start_in(dir: tempfile::TempDir, opts: Options) -> TestServer {
+        let env = Env {
+            home: opts
+                .home
+                .clone()
+                .unwrap_or_else(|| dir.path().display().to_string()),
+            rocketmq_home: opts.rocketmq_home.clone(),
+        };
+        let props = properties::parse(&opts.properties).unwrap();
+        let config = Config::from_properties(&props, "test", &env).unwrap();
+        let kv_path = opts
+            .kv_path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(&config.settings.kv_config_path));
+        let kv = KvStore::open(kv_path).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server_config = ServerConfig::from_settings(&config.settings, SerializeType::Json);
+        let state = Namesrv::new(config, kv);
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(server::run(listener, state.clone(), server_config, async {
+            let _ = rx.await;
+        }));
+        TestServer {
+            addr,
+            state,
+            home: dir,
+            stop: Some(tx),
+            task: Some(task),
+        }
+    }
+
+    /// Triggers shutdown and waits for `run` to return.
+    pub async fn stop(mut self) -> std::io::Result<()> {
+        self.stop.take().unwrap().send(()).ok();
+        self.task.take().unwrap().await.unwrap()
+    }
+
+    /// Triggers shutdown without waiting.
+    pub fn begin_stop(&mut self) -> JoinHandle<std::io::Result<()>> {
+        self.stop.take().unwrap().send(()).ok();
+        self.task.take().unwrap()
+    }
+
+    pub async fn client(&self) -> TestClient {
+        TestClient::connect(self.addr).await
+    }
+}
+
+/// A raw RemotingCommand client.
+pub struct TestClient {
+    pub stream: TcpStream,
+    buf: BytesMut,
+    next_opaque: i32,
+    pub serialize_type: SerializeType,
+    pub version: i32,
+}
+
+impl TestClient {
+    pub async fn connect(addr: SocketAddr) -> TestClient {
+        let stream = TcpStream::connect(addr).await.unwrap();
+        stream.set_nodelay(true).unwrap();
+        TestClient {
+            stream,
+            buf: BytesMut::new(),
+            next_opaque: 1,
+            serialize_type: SerializeType::Json,
+            version: 479,
+        }
+    }
+
+    pub async fn send_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).await.unwrap();
+    }
+
+    pub async fn send(&mut self, cmd: &RemotingCommand) {
+        let mut out = BytesMut::new();
+        encode_frame(cmd, self.serialize_type, &mut out);
+        self.send_raw(&out).await;
+    }
+
+    /// The next whole frame (length prefix included), or `None` at EOF.
+    pub async fn recv_frame(&mut self) -> Option<Bytes> {
+        loop {
+            if self.buf.len() >= 4 {
+                let len = u32::from_be_bytes(self.buf[..4].try_into().unwrap()) as usize;
+                if self.buf.len() >= 4 + len {
+                    return Some(self.buf.split_to(4 + len).freeze());
+                }
+            }
+            let n =
+                tokio::time::timeout(Duration::from_secs(30), self.stream.read_buf(&mut self.buf))
+                    .await
+                    .expect("timed out waiting for a frame")
+                    .unwrap_or(0);
+            if n == 0 {
+                return None;
+            }
+        }
+    }
+
+    /// The next command, or `None` at EOF.
+    pub async fn recv(&mut self) -> Option<RemotingCommand> {
+        let frame = self.recv_frame().await?;
+        let mut buf = BytesMut::from(&frame[..]);
+        let content = split_frame(
+            &mut buf,
+            FrameLimits {
+                max_frame_length: usize::MAX >> 1,
+            },
+        )
+        .unwrap()
+        .unwrap();
+        Some(decode_frame(content).unwrap().0)
+    }
+
+    /// Whether the server closed the connection (EOF or reset) without sending anything.
+    pub async fn closed_without_reply(&mut self) -> bool {
+        let mut byte = [0u8; 1];
+        match tokio::time::timeout(Duration::from_secs(10), self.stream.read(&mut byte)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => true,
+            Ok(Ok(_)) => false,
+            Err(_) => panic!("connection neither answered nor closed"),
+        }
+    }
+
+    pub fn command(
+        &mut self,
+        code: i32,
+        ext: &[(&str, &str)],
+        body: Option<&[u8]>,
+    ) -> RemotingCommand {
+        let mut cmd = RemotingCommand::request(code, self.next_opaque);
+        self.next_opaque += 1;
+        cmd.version = self.version;
+        if !ext.is_empty() {
+            cmd.ext_fields = Some(ext.iter().map(|(k, v)| (*k, *v)).collect::<ExtFields>());
+        }
+        cmd.body = body.map(Bytes::copy_from_slice);
+        cmd
+    }
+
+    /// Sends a request and waits for its response.
+    pub async fn call(
+        &mut self,
+        code: i32,
+        ext: &[(&str, &str)],
+        body: Option<&[u8]>,
+    ) -> RemotingCommand {
+        let cmd = self.command(code, ext, body);
+        self.send(&cmd).await;
+        let resp = self
+            .recv()
+            .await
+            .expect("connection closed before the response");
+        assert_eq!(resp.opaque, cmd.opaque, "response matches the request");
+        resp
+    }
+}
+
+/// Body text of a response.
+pub fn body_text(resp: &RemotingCommand) -> String {
+    String::from_utf8(resp.body_bytes().to_vec()).unwrap()
+}
+
+/// A JSON REGISTER_BROKER body with topics named `topics` (4/4 queues, perm 6).
+pub fn register_body(counter: i64, topics: &[&str]) -> Vec<u8> {
+    let table: Vec<String> = topics
+        .iter()
+        .map(|t| format!(r#""{t}":{{"attributes":{{}},"order":false,"perm":6,"readQueueNums":4,"topicFilterType":"SINGLE_TAG","topicName":"{t}","topicSysFlag":0,"writeQueueNums":4}}"#))
+        .collect();
+    format!(
+        r#"{{"filterServerList":[],"topicConfigSerializeWrapper":{{"dataVersion":{{"counter":{counter},"stateVersion":0,"timestamp":1700000000000}},"mappingDataVersion":{{"counter":0,"stateVersion":0,"timestamp":0}},"topicConfigTable":{{{}}},"topicQueueMappingDetailMap":{{}},"topicQueueMappingInfoMap":{{}}}}}}"#,
+        table.join(",")
+    )
+    .into_bytes()
+}
+
+/// Ext fields of a 5.x master/slave registration.
+pub fn register_ext<'a>(name: &'a str, addr: &'a str, id: &'a str) -> Vec<(&'a str, &'a str)> {
+    vec![
+        ("brokerName", name),
+        ("brokerAddr", addr),
+        ("clusterName", "DefaultCluster"),
+        ("haServerAddr", "127.0.0.1:10912"),
+        ("brokerId", id),
+        ("compressed", "false"),
+        ("enableActingMaster", "false"),
+    ]
+}
+
+/// Registers a 5.x broker and asserts success.
+pub async fn register(
+    client: &mut TestClient,
+    name: &str,
+    addr: &str,
+    id: &str,
+    counter: i64,
+    topics: &[&str],
+) -> RemotingCommand {
+    let body = register_body(counter, topics);
+    let resp = client
+        .call(
+            namesrv::protocol::code::request::REGISTER_BROKER,
+            &register_ext(name, addr, id),
+            Some(&body),
+        )
+        .await;
+    assert_eq!(resp.code, 0, "register failed: {:?}", resp.remark);
+    resp
+}
+
+/// Asks for a topic's route.
+pub async fn route(client: &mut TestClient, topic: &str) -> RemotingCommand {
+    client
+        .call(
+            namesrv::protocol::code::request::GET_ROUTEINFO_BY_TOPIC,
+            &[("topic", topic)],
+            None,
+        )
+        .await
+}
