@@ -4,6 +4,7 @@ mod harness;
 
 mod broker;
 mod cli;
+mod conf;
 mod kv;
 mod protocol;
 mod shutdown;
