@@ -89,16 +89,18 @@ impl Conn<'_> {
         let far = || Instant::now() + std::time::Duration::from_secs(86_400 * 365);
         let sleep = tokio::time::sleep_until(idle.map_or_else(far, |d| Instant::now() + d));
         tokio::pin!(sleep);
+        // Set once cancelled: what already arrived is answered, then the connection closes.
+        let mut draining = false;
         loop {
-            if let Err(e) = self
+            // Requests that arrived whole are answered even if a malformed frame follows.
+            let handled = self
                 .handle_buffered(&mut input, &mut output, writer, sleep.as_mut())
-                .await
-            {
-                return e;
-            }
-            if !output.is_empty()
-                && let Err(e) = write_or_idle(writer, &mut output, sleep.as_mut(), idle).await
-            {
+                .await;
+            let written = match output.is_empty() {
+                true => Ok(()),
+                false => write_or_idle(writer, &mut output, sleep.as_mut(), idle).await,
+            };
+            if let Err(e) = handled.and(written) {
                 return e;
             }
             if input.capacity() > KEEP_CAPACITY && input.is_empty() {
@@ -107,15 +109,23 @@ impl Conn<'_> {
             if output.capacity() > KEEP_CAPACITY {
                 output = BytesMut::new();
             }
-            if cancel.is_cancelled() {
+            if draining {
                 return End::Cancelled;
+            }
+            if cancel.is_cancelled() {
+                drain(reader, &mut input);
+                draining = true;
+                continue;
             }
             if input.capacity() - input.len() < READ_CHUNK / 2 {
                 input.reserve(READ_CHUNK);
             }
             tokio::select! {
                 biased;
-                _ = cancel.cancelled() => return End::Cancelled,
+                _ = cancel.cancelled() => {
+                    drain(reader, &mut input);
+                    draining = true;
+                }
                 read = reader.read_buf(&mut input) => match read {
                     Ok(0) => return End::Eof,
                     Ok(_) => {
@@ -161,6 +171,19 @@ impl Conn<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// Reads whatever the peer already sent, without waiting for more (and at most a few
+/// megabytes, so a peer that keeps sending cannot hold shutdown up).
+fn drain(reader: &mut tokio::net::tcp::OwnedReadHalf, input: &mut BytesMut) {
+    const DRAIN_LIMIT: usize = 8 * 1024 * 1024;
+    while input.len() < DRAIN_LIMIT {
+        input.reserve(READ_CHUNK);
+        match reader.try_read_buf(input) {
+            Ok(n) if n > 0 => continue,
+            _ => return,
+        }
     }
 }
 

@@ -1,1 +1,658 @@
-//! placeholder
+//! Brokers over TCP: registration in every body format, liveness (expiry on paused time,
+//! connection loss, connection ownership), master/slave, route JSON styles and zones.
+
+use std::io::Write;
+use std::time::Duration;
+
+use namesrv::protocol::code::{request, response};
+
+use crate::harness::{
+    TestClient, TestServer, body_text, register, register_body, register_ext, route,
+};
+
+/// Waits (boundedly) until `topic` has no route.
+async fn wait_until_gone(client: &mut TestClient, topic: &str) {
+    for _ in 0..500 {
+        if route(client, topic).await.code == response::TOPIC_NOT_EXIST {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{topic} still has a route");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_broker_that_stops_heartbeating_expires() {
+    let server = TestServer::with_properties(
+        "scanNotActiveBrokerInterval=1000\nserverChannelMaxIdleTimeSeconds=0",
+    )
+    .await;
+    let mut broker = server.client().await;
+    let mut ext = register_ext("broker-a", "10.0.0.1:10911", "0");
+    ext.push(("heartbeatTimeoutMillis", "10000"));
+    let body = register_body(1, &["TopicA", "TopicB"]);
+    assert_eq!(
+        broker
+            .call(request::REGISTER_BROKER, &ext, Some(&body))
+            .await
+            .code,
+        0
+    );
+    let mut client = server.client().await;
+    assert_eq!(route(&mut client, "TopicA").await.code, 0);
+
+    tokio::time::advance(Duration::from_secs(8)).await;
+    // A QUERY_DATA_VERSION is a heartbeat.
+    let qdv = broker
+        .call(
+            request::QUERY_DATA_VERSION,
+            &[
+                ("brokerName", "broker-a"),
+                ("brokerAddr", "10.0.0.1:10911"),
+                ("clusterName", "DefaultCluster"),
+                ("brokerId", "0"),
+            ],
+            Some(br#"{"counter":1,"stateVersion":0,"timestamp":1700000000000}"#),
+        )
+        .await;
+    assert_eq!(qdv.ext("changed"), Some("false"));
+    tokio::time::advance(Duration::from_secs(8)).await;
+    assert_eq!(
+        route(&mut client, "TopicA").await.code,
+        0,
+        "refreshed 8 s ago"
+    );
+
+    tokio::time::advance(Duration::from_secs(4)).await;
+    tokio::task::yield_now().await;
+    assert_eq!(
+        route(&mut client, "TopicA").await.code,
+        response::TOPIC_NOT_EXIST
+    );
+    // The expired broker's connection was closed, as Java closes its channel.
+    assert!(broker.closed_without_reply().await);
+}
+
+#[tokio::test(start_paused = true)]
+async fn default_expiry_is_120_seconds_and_broker_heartbeat_refreshes() {
+    let server = TestServer::with_properties("serverChannelMaxIdleTimeSeconds=0").await;
+    let mut broker = server.client().await;
+    register(
+        &mut broker,
+        "broker-a",
+        "10.0.0.1:10911",
+        "0",
+        1,
+        &["TopicA", "TopicB"],
+    )
+    .await;
+    let mut client = server.client().await;
+    tokio::time::advance(Duration::from_secs(100)).await;
+    let hb = broker
+        .call(
+            request::BROKER_HEARTBEAT,
+            &[
+                ("clusterName", "DefaultCluster"),
+                ("brokerAddr", "10.0.0.1:10911"),
+                ("brokerName", "broker-a"),
+            ],
+            None,
+        )
+        .await;
+    assert_eq!(hb.code, 0);
+    tokio::time::advance(Duration::from_secs(100)).await;
+    assert_eq!(route(&mut client, "TopicA").await.code, 0);
+    tokio::time::advance(Duration::from_secs(31)).await;
+    tokio::task::yield_now().await;
+    assert_eq!(
+        route(&mut client, "TopicA").await.code,
+        response::TOPIC_NOT_EXIST
+    );
+}
+
+#[tokio::test]
+async fn a_broker_whose_connection_drops_is_unregistered_at_once() {
+    let server = TestServer::start().await;
+    let mut broker = server.client().await;
+    register(
+        &mut broker,
+        "broker-a",
+        "10.0.0.1:10911",
+        "0",
+        1,
+        &["TopicA", "TopicB"],
+    )
+    .await;
+    let mut client = server.client().await;
+    assert_eq!(route(&mut client, "TopicA").await.code, 0);
+    drop(broker);
+    wait_until_gone(&mut client, "TopicA").await;
+    let cluster = client
+        .call(request::GET_BROKER_CLUSTER_INFO, &[], None)
+        .await;
+    assert_eq!(
+        body_text(&cluster),
+        r#"{"brokerAddrTable":{},"clusterAddrTable":{}}"#
+    );
+}
+
+#[tokio::test]
+async fn only_the_latest_registering_connection_owns_the_broker() {
+    let server = TestServer::start().await;
+    let mut old = server.client().await;
+    register(
+        &mut old,
+        "broker-a",
+        "10.0.0.1:10911",
+        "0",
+        1,
+        &["TopicA", "TopicB"],
+    )
+    .await;
+    let mut new = server.client().await;
+    register(
+        &mut new,
+        "broker-a",
+        "10.0.0.1:10911",
+        "0",
+        1,
+        &["TopicA", "TopicB"],
+    )
+    .await;
+    drop(old);
+    let mut client = server.client().await;
+    // Give the close time to be processed, then check the broker is still there.
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(route(&mut client, "TopicA").await.code, 0);
+    }
+    drop(new);
+    wait_until_gone(&mut client, "TopicA").await;
+}
+
+#[tokio::test]
+async fn master_and_slave() {
+    let server = TestServer::start().await;
+    let mut master = server.client().await;
+    let resp = register(
+        &mut master,
+        "broker-a",
+        "10.0.0.1:10911",
+        "0",
+        1,
+        &["TopicA", "TopicB"],
+    )
+    .await;
+    assert_eq!(resp.ext_fields.map(|f| f.len()), Some(0));
+    let mut slave = server.client().await;
+    let resp = register(
+        &mut slave,
+        "broker-a",
+        "10.0.0.2:10911",
+        "1",
+        1,
+        &["TopicA", "TopicB"],
+    )
+    .await;
+    assert_eq!(resp.ext("masterAddr"), Some("10.0.0.1:10911"));
+    assert_eq!(resp.ext("haServerAddr"), Some("127.0.0.1:10912"));
+    let mut client = server.client().await;
+    let body = body_text(&route(&mut client, "TopicA").await);
+    assert!(
+        body.contains(r#""brokerAddrs":{"0":"10.0.0.1:10911","1":"10.0.0.2:10911"}"#),
+        "{body}"
+    );
+    let group = client
+        .call(
+            request::GET_BROKER_MEMBER_GROUP,
+            &[
+                ("clusterName", "DefaultCluster"),
+                ("brokerName", "broker-a"),
+            ],
+            None,
+        )
+        .await;
+    assert_eq!(
+        body_text(&group),
+        r#"{"brokerMemberGroup":{"brokerAddrs":{0:"10.0.0.1:10911",1:"10.0.0.2:10911"},"brokerName":"broker-a","cluster":"DefaultCluster"}}"#
+    );
+    // The master unregisters: the slave keeps the group (and its routes) alive.
+    let unreg = client
+        .call(
+            request::UNREGISTER_BROKER,
+            &[
+                ("brokerName", "broker-a"),
+                ("brokerAddr", "10.0.0.1:10911"),
+                ("clusterName", "DefaultCluster"),
+                ("brokerId", "0"),
+            ],
+            None,
+        )
+        .await;
+    assert_eq!(unreg.code, 0);
+    let body = body_text(&route(&mut client, "TopicA").await);
+    assert!(
+        body.contains(r#""brokerAddrs":{"1":"10.0.0.2:10911"}"#),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn a_49x_broker_registers_without_5x_fields() {
+    let server = TestServer::start().await;
+    let mut broker = server.client().await;
+    broker.version = 409;
+    let body = br#"{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":1,"timestamp":1700000000000},"topicConfigTable":{"TopicA":{"order":false,"perm":6,"readQueueNums":8,"topicFilterType":"SINGLE_TAG","topicName":"TopicA","topicSysFlag":0,"writeQueueNums":8},"TopicB":{"order":false,"perm":6,"readQueueNums":8,"topicFilterType":"SINGLE_TAG","topicName":"TopicB","topicSysFlag":0,"writeQueueNums":8}}}}"#;
+    let ext = [
+        ("brokerName", "broker-old"),
+        ("brokerAddr", "10.0.0.9:10911"),
+        ("clusterName", "DefaultCluster"),
+        ("haServerAddr", "10.0.0.9:10912"),
+        ("brokerId", "0"),
+        ("compressed", "false"),
+    ];
+    let resp = broker
+        .call(request::REGISTER_BROKER, &ext, Some(body))
+        .await;
+    assert_eq!(resp.code, 0, "{:?}", resp.remark);
+    let mut client = server.client().await;
+    let body = body_text(&route(&mut client, "TopicA").await);
+    assert!(body.contains(r#""readQueueNums":8"#));
+    assert!(body.contains(r#""enableActingMaster":false"#));
+    // A pre-V3_0_11 broker sends the bare wrapper.
+    broker.version = 30;
+    let wrapper = br#"{"dataVersion":{"counter":1,"timestamp":1},"topicConfigTable":{"Old1":{"topicName":"Old1"},"Old2":{"topicName":"Old2"}}}"#;
+    let ext = [
+        ("brokerName", "broker-older"),
+        ("brokerAddr", "10.0.0.8:10911"),
+        ("clusterName", "DefaultCluster"),
+        ("haServerAddr", "10.0.0.8:10912"),
+        ("brokerId", "0"),
+    ];
+    assert_eq!(
+        broker
+            .call(request::REGISTER_BROKER, &ext, Some(wrapper))
+            .await
+            .code,
+        0
+    );
+    assert!(body_text(&route(&mut client, "Old1").await).contains(r#""readQueueNums":16"#));
+}
+
+fn compressed_body(topics: &[&str]) -> Vec<u8> {
+    let mut raw = Vec::new();
+    let chunk = |raw: &mut Vec<u8>, b: &[u8]| {
+        raw.extend_from_slice(&(b.len() as i32).to_be_bytes());
+        raw.extend_from_slice(b);
+    };
+    chunk(
+        &mut raw,
+        br#"{"counter":5,"stateVersion":0,"timestamp":1700000000000}"#,
+    );
+    raw.extend_from_slice(&(topics.len() as i32).to_be_bytes());
+    for t in topics {
+        chunk(&mut raw, format!("{t} 2 2 6 SINGLE_TAG {{}}").as_bytes());
+    }
+    chunk(&mut raw, b"[]");
+    raw.extend_from_slice(&0i32.to_be_bytes());
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    z.write_all(&raw).unwrap();
+    z.finish().unwrap()
+}
+
+#[tokio::test]
+async fn compressed_bodies_with_and_without_the_flag_and_the_crc_check() {
+    let server = TestServer::start().await;
+    let mut broker = server.client().await;
+    let body = compressed_body(&["Z1", "Z2"]);
+    let crc = (crc32fast::hash(&body) & 0x7fff_ffff).to_string();
+    let mut ext = register_ext("broker-z", "10.0.0.3:10911", "0");
+    ext.retain(|(k, _)| *k != "compressed");
+    ext.push(("compressed", "true"));
+    ext.push(("bodyCrc32", &crc));
+    assert_eq!(
+        broker
+            .call(request::REGISTER_BROKER, &ext, Some(&body))
+            .await
+            .code,
+        0
+    );
+    let mut client = server.client().await;
+    assert!(body_text(&route(&mut client, "Z1").await).contains(r#""readQueueNums":2"#));
+    // 5.x brokers say compressed=false even when they compress.
+    let mut quirk = register_ext("broker-y", "10.0.0.4:10911", "0");
+    quirk.push(("bodyCrc32", &crc));
+    assert_eq!(
+        broker
+            .call(request::REGISTER_BROKER, &quirk, Some(&body))
+            .await
+            .code,
+        0
+    );
+    // A wrong checksum is refused.
+    let mut wrong = register_ext("broker-x", "10.0.0.5:10911", "0");
+    wrong.push(("bodyCrc32", "12345"));
+    let resp = broker
+        .call(request::REGISTER_BROKER, &wrong, Some(&body))
+        .await;
+    assert_eq!(
+        (resp.code, resp.remark.as_deref()),
+        (response::SYSTEM_ERROR, Some("crc32 not match"))
+    );
+    // Garbage that claims to be compressed is a decode failure, not a crash.
+    let mut garbage = register_ext("broker-w", "10.0.0.6:10911", "0");
+    garbage.retain(|(k, _)| *k != "compressed");
+    garbage.push(("compressed", "true"));
+    let resp = broker
+        .call(
+            request::REGISTER_BROKER,
+            &garbage,
+            Some(b"\x78\x9cnot zlib"),
+        )
+        .await;
+    assert_eq!(resp.code, response::SYSTEM_ERROR);
+    assert!(
+        resp.remark
+            .unwrap()
+            .contains("Failed to decode RegisterBrokerBody")
+    );
+    assert_eq!(route(&mut client, "Z1").await.code, 0);
+}
+
+#[tokio::test]
+async fn first_registration_with_a_single_topic_is_refused_like_java() {
+    let server = TestServer::start().await;
+    let mut broker = server.client().await;
+    let body = register_body(1, &["Only"]);
+    let resp = broker
+        .call(
+            request::REGISTER_BROKER,
+            &register_ext("broker-a", "10.0.0.1:10911", "0"),
+            Some(&body),
+        )
+        .await;
+    assert_eq!(
+        (resp.code, resp.remark.as_deref()),
+        (response::SYSTEM_ERROR, Some("register broker failed"))
+    );
+}
+
+#[tokio::test]
+async fn missing_and_invalid_fields_are_clear_errors() {
+    let server = TestServer::start().await;
+    let mut broker = server.client().await;
+    let resp = broker
+        .call(request::REGISTER_BROKER, &[("brokerName", "b")], None)
+        .await;
+    assert_eq!(resp.code, response::SYSTEM_ERROR);
+    assert!(resp.remark.unwrap().contains("<brokerAddr> is null"));
+    let mut ext = register_ext("broker-a", "10.0.0.1:10911", "0");
+    ext.retain(|(k, _)| *k != "brokerId");
+    ext.push(("brokerId", "abc"));
+    let resp = broker.call(request::REGISTER_BROKER, &ext, None).await;
+    assert!(
+        resp.remark
+            .unwrap()
+            .contains("<brokerId> has an invalid value")
+    );
+    let body = br#"{"topicConfigSerializeWrapper":{"topicConfigTable":{"A":{"perm":"x","topicName":"A"},"B":{"topicName":"B"}}}}"#;
+    let resp = broker
+        .call(
+            request::REGISTER_BROKER,
+            &register_ext("broker-a", "10.0.0.1:10911", "0"),
+            Some(body),
+        )
+        .await;
+    assert_eq!(resp.code, response::SYSTEM_ERROR);
+    let resp = broker
+        .call(
+            request::REGISTER_BROKER,
+            &register_ext("broker-a", "10.0.0.1:10911", "0"),
+            Some(b"{not json"),
+        )
+        .await;
+    assert_eq!(resp.code, response::SYSTEM_ERROR);
+    assert_eq!(
+        route(&mut broker, "A").await.code,
+        response::TOPIC_NOT_EXIST
+    );
+}
+
+#[tokio::test]
+async fn route_json_style_follows_client_version() {
+    let server = TestServer::start().await;
+    let mut broker = server.client().await;
+    register(
+        &mut broker,
+        "broker-a",
+        "10.0.0.1:10911",
+        "0",
+        1,
+        &["TopicA", "TopicB"],
+    )
+    .await;
+    let mut old = server.client().await;
+    old.version = 121;
+    let legacy = body_text(&route(&mut old, "TopicA").await);
+    assert!(
+        legacy.contains(r#""brokerAddrs":{0:"10.0.0.1:10911"}"#),
+        "{legacy}"
+    );
+    let standard_by_flag = old
+        .call(
+            request::GET_ROUTEINFO_BY_TOPIC,
+            &[("topic", "TopicA"), ("acceptStandardJsonOnly", "true")],
+            None,
+        )
+        .await;
+    assert!(body_text(&standard_by_flag).contains(r#""brokerAddrs":{"0":"10.0.0.1:10911"}"#));
+    let mut new = server.client().await;
+    new.version = 401;
+    assert!(body_text(&route(&mut new, "TopicA").await).contains(r#"{"0":"10.0.0.1:10911"}"#));
+    let missing = route(&mut new, "Nope").await;
+    assert_eq!(missing.code, response::TOPIC_NOT_EXIST);
+    assert_eq!(
+        missing.remark.as_deref(),
+        Some(
+            "No topic route info in name server for the topic: Nope\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
+        )
+    );
+}
+
+#[tokio::test]
+async fn zone_mode_filters_groups_by_the_clients_zone() {
+    let server = TestServer::start().await;
+    let mut b1 = server.client().await;
+    let mut ext = register_ext("broker-east", "10.0.0.1:10911", "0");
+    ext.push(("__ZONE_NAME", "east"));
+    let body = register_body(1, &["T", "U"]);
+    assert_eq!(
+        b1.call(request::REGISTER_BROKER, &ext, Some(&body))
+            .await
+            .code,
+        0
+    );
+    let mut ext = register_ext("broker-west", "10.0.0.2:10911", "0");
+    ext.push(("__ZONE_NAME", "west"));
+    assert_eq!(
+        b1.call(request::REGISTER_BROKER, &ext, Some(&body))
+            .await
+            .code,
+        0
+    );
+    let mut client = server.client().await;
+    let zoned = client
+        .call(
+            request::GET_ROUTEINFO_BY_TOPIC,
+            &[
+                ("topic", "T"),
+                ("__ZONE_MODE", "true"),
+                ("__ZONE_NAME", "EAST"),
+            ],
+            None,
+        )
+        .await;
+    let text = body_text(&zoned);
+    assert!(
+        text.contains("broker-east") && !text.contains("broker-west"),
+        "{text}"
+    );
+    assert!(text.contains(r#""zoneName":"east""#));
+    let unzoned = body_text(&route(&mut client, "T").await);
+    assert!(unzoned.contains("broker-west"));
+    let blank = client
+        .call(
+            request::GET_ROUTEINFO_BY_TOPIC,
+            &[
+                ("topic", "T"),
+                ("__ZONE_MODE", "true"),
+                ("__ZONE_NAME", " "),
+            ],
+            None,
+        )
+        .await;
+    assert!(body_text(&blank).contains("broker-west"));
+}
+
+#[tokio::test]
+async fn static_topic_mappings_appear_in_routes() {
+    let server = TestServer::start().await;
+    let mut broker = server.client().await;
+    let body = br#"{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":1,"stateVersion":0,"timestamp":1},"topicConfigTable":{"S":{"topicName":"S","readQueueNums":2,"writeQueueNums":2,"perm":6},"T":{"topicName":"T"}},"topicQueueMappingInfoMap":{"S":{"bname":"broker-a","currIdMap":{0:0,1:1},"dirty":false,"epoch":7,"scope":"__global__","topic":"S","totalQueues":2}}}}"#;
+    let resp = broker
+        .call(
+            request::REGISTER_BROKER,
+            &register_ext("broker-a", "10.0.0.1:10911", "0"),
+            Some(body),
+        )
+        .await;
+    assert_eq!(resp.code, 0, "{:?}", resp.remark);
+    let text = body_text(&route(&mut broker, "S").await);
+    assert!(
+        text.ends_with(r#""topicQueueMappingByBroker":{"broker-a":{"bname":"broker-a","currIdMap":{"0":0,"1":1},"dirty":false,"epoch":7,"scope":"__global__","topic":"S","totalQueues":2}}}"#),
+        "{text}"
+    );
+    assert!(!body_text(&route(&mut broker, "T").await).contains("topicQueueMappingByBroker"));
+}
+
+#[tokio::test]
+async fn order_topic_config_reaches_brokers_and_routes() {
+    let server = TestServer::with_properties("orderMessageEnable=true").await;
+    let mut client = server.client().await;
+    let put = client
+        .call(
+            request::PUT_KV_CONFIG,
+            &[
+                ("namespace", "ORDER_TOPIC_CONFIG"),
+                ("key", "TopicA"),
+                ("value", "broker-a:4"),
+            ],
+            None,
+        )
+        .await;
+    assert_eq!(put.code, 0);
+    let resp = register(
+        &mut client,
+        "broker-a",
+        "10.0.0.1:10911",
+        "0",
+        1,
+        &["TopicA", "TopicB"],
+    )
+    .await;
+    assert_eq!(body_text(&resp), r#"{"table":{"TopicA":"broker-a:4"}}"#);
+    assert!(
+        body_text(&route(&mut client, "TopicA").await).contains(r#""orderTopicConf":"broker-a:4""#)
+    );
+    assert!(!body_text(&route(&mut client, "TopicB").await).contains("orderTopicConf"));
+    // A KV change is visible in the next route, cache or not.
+    client
+        .call(
+            request::PUT_KV_CONFIG,
+            &[
+                ("namespace", "ORDER_TOPIC_CONFIG"),
+                ("key", "TopicA"),
+                ("value", "broker-a:8"),
+            ],
+            None,
+        )
+        .await;
+    assert!(
+        body_text(&route(&mut client, "TopicA").await).contains(r#""orderTopicConf":"broker-a:8""#)
+    );
+    client
+        .call(
+            request::UPDATE_NAMESRV_CONFIG,
+            &[],
+            Some(b"orderMessageEnable=false"),
+        )
+        .await;
+    assert!(!body_text(&route(&mut client, "TopicA").await).contains("orderTopicConf"));
+}
+
+#[tokio::test]
+async fn acting_master_rewrite_and_write_perm_cleared_when_the_master_leaves() {
+    let server = TestServer::with_properties("supportActingMaster=true").await;
+    let mut master = server.client().await;
+    let mut ext = register_ext("broker-a", "10.0.0.1:10911", "0");
+    ext.retain(|(k, _)| *k != "enableActingMaster");
+    ext.push(("enableActingMaster", "true"));
+    let body = register_body(1, &["TopicA", "TopicB"]);
+    assert_eq!(
+        master
+            .call(request::REGISTER_BROKER, &ext, Some(&body))
+            .await
+            .code,
+        0
+    );
+    let mut slave = server.client().await;
+    let mut ext = register_ext("broker-a", "10.0.0.2:10911", "1");
+    ext.retain(|(k, _)| *k != "enableActingMaster");
+    ext.push(("enableActingMaster", "true"));
+    assert_eq!(
+        slave
+            .call(request::REGISTER_BROKER, &ext, Some(&body))
+            .await
+            .code,
+        0
+    );
+    drop(master);
+    let mut client = server.client().await;
+    for _ in 0..500 {
+        let text = body_text(&route(&mut client, "TopicA").await);
+        if text.contains(r#""perm":4"#) {
+            assert!(
+                text.contains(r#""brokerAddrs":{"0":"10.0.0.2:10911"}"#),
+                "{text}"
+            );
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the slave never became the acting master");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_readiness_gate_refuses_routes_until_brokers_had_time_to_register() {
+    let server = TestServer::with_properties(
+        "needWaitForService=true\nwaitSecondsForService=45\nserverChannelMaxIdleTimeSeconds=0",
+    )
+    .await;
+    let mut client = server.client().await;
+    register(
+        &mut client,
+        "broker-a",
+        "10.0.0.1:10911",
+        "0",
+        1,
+        &["TopicA", "TopicB"],
+    )
+    .await;
+    let resp = route(&mut client, "TopicA").await;
+    assert_eq!(
+        (resp.code, resp.remark.as_deref()),
+        (response::SYSTEM_ERROR, Some("name server not ready"))
+    );
+    tokio::time::advance(Duration::from_secs(46)).await;
+    assert_eq!(route(&mut client, "TopicA").await.code, 0);
+}

@@ -40,6 +40,8 @@ pub struct Options {
     pub rocketmq_home: Option<String>,
     /// Where the KV file lives; `<temp home>/namesrv/kvConfig.json` when `None`.
     pub kv_path: Option<PathBuf>,
+    /// Load this file as `-c` does (then `properties` is ignored).
+    pub config_file: Option<PathBuf>,
 }
 
 impl TestServer {
@@ -69,8 +71,15 @@ impl TestServer {
                 .unwrap_or_else(|| dir.path().display().to_string()),
             rocketmq_home: opts.rocketmq_home.clone(),
         };
-        let props = properties::parse(&opts.properties).unwrap();
-        let config = Config::from_properties(&props, "test", &env).unwrap();
+        // As `main` does: a given file, else the persisted config if any, else properties.
+        let config = match (&opts.config_file, opts.properties.is_empty()) {
+            (Some(file), _) => Config::load(Some(file), &env).unwrap(),
+            (None, true) => Config::load(None, &env).unwrap(),
+            (None, false) => {
+                let props = properties::parse(&opts.properties).unwrap();
+                Config::from_properties(&props, "test", &env).unwrap()
+            }
+        };
         let kv_path = opts
             .kv_path
             .clone()
@@ -97,6 +106,14 @@ impl TestServer {
     pub async fn stop(mut self) -> std::io::Result<()> {
         self.stop.take().unwrap().send(()).ok();
         self.task.take().unwrap().await.unwrap()
+    }
+
+    /// Stops the server and hands back its home directory, to start another on it.
+    pub async fn stop_keeping_home(mut self) -> tempfile::TempDir {
+        self.stop.take().unwrap().send(()).ok();
+        self.task.take().unwrap().await.unwrap().unwrap();
+        let placeholder = tempfile::tempdir().unwrap();
+        std::mem::replace(&mut self.home, placeholder)
     }
 
     /// Triggers shutdown without waiting.
