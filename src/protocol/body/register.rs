@@ -2,10 +2,13 @@
 //! zlib-compressed binary layout, or for brokers older than V3_0_11 a bare
 //! `TopicConfigSerializeWrapper`.
 //!
-//! Decoding is split in two so that re-registrations cost little: [`RegisterBody::decode`]
-//! validates the whole body and records where each topic's config lies, and
-//! [`TopicSource::parse`] deserializes one config on demand. The route table parses only the
-//! topics whose bytes differ from the ones it applied last time ([`TopicSource::fingerprint`]).
+//! Decoding is lazy so that re-registrations cost little. [`RegisterBody::decode`] reads the
+//! small parts (data version, filter servers, mappings) and only delimits the topic table,
+//! recording a digest of its bytes ([`RegisterBody::table_digest`]): a broker re-sending the
+//! table it sent last time needs nothing more. [`RegisterBody::topics`] indexes the table's
+//! entries (validating their syntax) on first use, and [`TopicSource::parse`] deserializes one
+//! config on demand; the route table parses only configs whose bytes differ from the ones it
+//! applied ([`TopicSource::fingerprint`]).
 
 use std::io::Read;
 use std::ops::Range;
@@ -74,7 +77,10 @@ struct TopicSpan {
 pub struct RegisterBody {
     source: Bytes,
     form: Form,
-    topics: Vec<TopicSpan>,
+    /// The JSON topic table's span, indexed into `topics` on first use.
+    table: Option<Range<usize>>,
+    topics: std::sync::OnceLock<std::result::Result<Vec<TopicSpan>, ScanError>>,
+    table_digest: u64,
     /// The broker's topic-config version.
     pub data_version: DataVersion,
     /// Filter servers; `None` leaves the stored list untouched (old-format bodies).
@@ -117,7 +123,9 @@ impl RegisterBody {
         RegisterBody {
             source: Bytes::new(),
             form: Form::Json,
-            topics: Vec::new(),
+            table: None,
+            topics: std::sync::OnceLock::from(Ok(Vec::new())),
+            table_digest: 0,
             data_version: DataVersion::ZERO,
             filter_server_list: (version >= crate::protocol::code::version::V3_0_11).then(Vec::new),
             mappings: Vec::new(),
@@ -143,21 +151,39 @@ impl RegisterBody {
     }
 
     /// Number of topics in the body's topic table.
-    pub fn topic_count(&self) -> usize {
-        self.topics.len()
+    pub fn topic_count(&self) -> Result<usize> {
+        Ok(self.spans()?.len())
     }
 
-    /// The topics, in body order.
-    pub fn topics(&self) -> impl ExactSizeIterator<Item = TopicSource<'_>> + '_ {
-        self.topics.iter().map(move |t| TopicSource {
+    /// A digest of the topic table's bytes: equal digests mean the broker sent the very same
+    /// table.
+    pub fn table_digest(&self) -> u64 {
+        self.table_digest
+    }
+
+    fn spans(&self) -> Result<&[TopicSpan]> {
+        let indexed = self.topics.get_or_init(|| match &self.table {
+            Some(span) => index_table(&self.source, span.clone()),
+            None => Ok(Vec::new()),
+        });
+        match indexed {
+            Ok(spans) => Ok(spans),
+            Err(e) => Err(RegisterBodyError::Syntax(e.clone())),
+        }
+    }
+
+    /// The topics, in body order (indexing the table on first use, which fails on a syntax
+    /// error inside it).
+    pub fn topics(&self) -> Result<impl ExactSizeIterator<Item = TopicSource<'_>> + '_> {
+        Ok(self.spans()?.iter().map(move |t| TopicSource {
             key: match &t.key {
-                // Spans were checked to be UTF-8 when scanned.
+                // Spans were checked to be UTF-8 when indexed.
                 Name::Span(r) => std::str::from_utf8(&self.source[r.clone()]).unwrap_or(""),
                 Name::Owned(s) => s,
             },
             raw: &self.source[t.value.clone()],
             form: self.form,
-        })
+        }))
     }
 
     /// A digest of the whole body, for recognising an unchanged re-registration.
@@ -169,7 +195,9 @@ impl RegisterBody {
         let mut body = RegisterBody {
             source: Bytes::new(),
             form: Form::Json,
-            topics: Vec::new(),
+            table: None,
+            topics: std::sync::OnceLock::new(),
+            table_digest: 0,
             data_version: DataVersion::from_json(b"{}")?,
             filter_server_list: Some(Vec::new()),
             mappings: Vec::new(),
@@ -213,7 +241,9 @@ impl RegisterBody {
                 }
                 "topicConfigTable" => {
                     if !s.take_null() {
-                        self.read_topic_table(s, source)?;
+                        let span = s.object_span()?;
+                        self.table_digest = xxhash_rust::xxh3::xxh3_64(&source[span.clone()]);
+                        self.table = Some(span);
                     }
                 }
                 "topicQueueMappingInfoMap" => {
@@ -228,28 +258,6 @@ impl RegisterBody {
                 }
                 _ => s.skip_value()?,
             }
-        }
-        Ok(())
-    }
-
-    fn read_topic_table(&mut self, s: &mut Scanner<'_>, source: &[u8]) -> Result<()> {
-        let base = source.as_ptr() as usize;
-        let mut it = s.begin_object()?;
-        while let Some(key) = s.next_key(&mut it)? {
-            let key = match key {
-                std::borrow::Cow::Borrowed(k) => {
-                    let start = k.as_ptr() as usize - base;
-                    Name::Span(start..start + k.len())
-                }
-                std::borrow::Cow::Owned(k) => Name::Owned(k),
-            };
-            let value = s.value_span()?;
-            if source[value.start] != b'{' {
-                return Err(RegisterBodyError::Shape(
-                    "topicConfigTable values must be objects".into(),
-                ));
-            }
-            self.topics.push(TopicSpan { key, value });
         }
         Ok(())
     }
@@ -274,6 +282,7 @@ impl RegisterBody {
         let dv = r.chunk("dataVersion")?;
         let data_version = DataVersion::from_json(&source[dv])?;
         let count = r.int("topic count")?;
+        let table_start = r.offset();
         let mut topics = Vec::with_capacity((count.max(0) as usize).min(r.buf.remaining() / 4));
         for _ in 0..count.max(0) {
             let value = r.chunk("topic config")?;
@@ -286,6 +295,7 @@ impl RegisterBody {
                 value,
             });
         }
+        let table_digest = xxhash_rust::xxh3::xxh3_64(&source[table_start..r.offset()]);
         let fs = r.chunk("filter server list")?;
         // Java logs a malformed list and carries on with an empty one.
         let filter_server_list = serde_json::from_slice(&source[fs]).unwrap_or_default();
@@ -301,12 +311,45 @@ impl RegisterBody {
         Ok(RegisterBody {
             source,
             form: Form::Text,
-            topics,
+            table: None,
+            topics: std::sync::OnceLock::from(Ok(topics)),
+            table_digest,
             data_version,
             filter_server_list: Some(filter_server_list),
             mappings,
         })
     }
+}
+
+/// Indexes a JSON topic table: each entry's key and value span, checking the syntax.
+fn index_table(
+    source: &[u8],
+    span: Range<usize>,
+) -> std::result::Result<Vec<TopicSpan>, ScanError> {
+    let base = source.as_ptr() as usize;
+    let mut s = Scanner::new(&source[..span.end]);
+    s.seek(span.start);
+    let mut it = s.begin_object()?;
+    let mut topics = Vec::new();
+    while let Some(key) = s.next_key(&mut it)? {
+        let key = match key {
+            std::borrow::Cow::Borrowed(k) => {
+                let start = k.as_ptr() as usize - base;
+                Name::Span(start..start + k.len())
+            }
+            std::borrow::Cow::Owned(k) => Name::Owned(k),
+        };
+        let value = s.value_span()?;
+        if source[value.start] != b'{' {
+            return Err(ScanError {
+                pos: value.start,
+                what: "topicConfigTable values must be objects",
+            });
+        }
+        topics.push(TopicSpan { key, value });
+    }
+    s.end()?;
+    Ok(topics)
 }
 
 /// Reads `int length + bytes` chunks of an inflated body, reporting their spans.
@@ -360,7 +403,7 @@ mod tests {
         let body = RegisterBody::decode(Bytes::from_static(BODY_5X.as_bytes()), OPTS).unwrap();
         assert_eq!(body.data_version.counter, Some(3));
         assert_eq!(body.filter_server_list, Some(vec![]));
-        let topics: Vec<_> = body.topics().collect();
+        let topics: Vec<_> = body.topics().unwrap().collect();
         assert_eq!(topics.len(), 2);
         assert_eq!(topics[0].key, "TopicTest");
         assert_eq!(topics[1].key, "Té");
@@ -389,7 +432,7 @@ mod tests {
         };
         let body = RegisterBody::decode(Bytes::from(old), opts).unwrap();
         assert_eq!(body.filter_server_list, None);
-        assert_eq!(body.topic_count(), 0);
+        assert_eq!(body.topic_count().unwrap(), 0);
     }
 
     #[test]
@@ -401,8 +444,9 @@ mod tests {
             r#"{"topicConfigSerializeWrapper":{"dataVersion":"x"}}"#,
             "{} trailing",
         ] {
+            let decoded = RegisterBody::decode(Bytes::from(bad), OPTS);
             assert!(
-                RegisterBody::decode(Bytes::from(bad), OPTS).is_err(),
+                decoded.is_err() || decoded.unwrap().topics().is_err(),
                 "{bad}"
             );
         }
@@ -446,9 +490,12 @@ mod tests {
                 RegisterBody::decode(Bytes::from(z.clone()), DecodeOptions { compressed, ..OPTS })
                     .unwrap();
             assert_eq!(body.data_version.counter, Some(7));
-            let keys: Vec<_> = body.topics().map(|t| t.key.to_owned()).collect();
+            let keys: Vec<_> = body.topics().unwrap().map(|t| t.key.to_owned()).collect();
             assert_eq!(keys, vec!["TopicTest", "T2"]);
-            assert_eq!(body.topics().nth(1).unwrap().parse().unwrap().perm, 7);
+            assert_eq!(
+                body.topics().unwrap().nth(1).unwrap().parse().unwrap().perm,
+                7
+            );
             assert_eq!(body.filter_server_list, Some(vec!["fs:1".to_owned()]));
             assert_eq!(body.mappings[0].0, "S");
         }

@@ -67,6 +67,30 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// Moves the cursor to byte `pos`.
+    pub fn seek(&mut self, pos: usize) {
+        self.pos = pos.min(self.buf.len());
+    }
+
+    /// Skips an object or array *without* checking its syntax, only matching brackets outside
+    /// strings, and returns its span. For large values whose content is checked later (or
+    /// recognised as byte-identical to content checked before): about one byte per cycle.
+    pub fn object_span(&mut self) -> Result<Range<usize>> {
+        self.ws();
+        let start = self.pos;
+        match self.buf.get(start) {
+            Some(b'{' | b'[') => {}
+            _ => return self.err("expected an object"),
+        }
+        match skip_brackets(self.buf, start) {
+            Some(end) => {
+                self.pos = end;
+                Ok(start..end)
+            }
+            None => self.err("unterminated object"),
+        }
+    }
+
     /// Whether the next value is the literal `null` (which is then consumed).
     pub fn take_null(&mut self) -> bool {
         if self.peek().is_some() && self.buf[self.pos..].starts_with(b"null") {
@@ -338,6 +362,60 @@ impl<'a> Scanner<'a> {
     }
 }
 
+/// Byte classes for [`skip_brackets`].
+const PLAIN: u8 = 0;
+const QUOTE: u8 = 1;
+const OPEN: u8 = 2;
+const CLOSE: u8 = 3;
+const BACKSLASH: u8 = 4;
+
+const CLASSES: [u8; 256] = {
+    let mut t = [PLAIN; 256];
+    t[b'"' as usize] = QUOTE;
+    t[b'{' as usize] = OPEN;
+    t[b'[' as usize] = OPEN;
+    t[b'}' as usize] = CLOSE;
+    t[b']' as usize] = CLOSE;
+    t[b'\\' as usize] = BACKSLASH;
+    t
+};
+
+/// The end (exclusive) of the bracketed value starting at `start`, or `None` if it is not
+/// closed. Brackets inside strings are ignored; nothing else is checked.
+fn skip_brackets(buf: &[u8], start: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut i = start;
+    let n = buf.len();
+    while i < n {
+        match CLASSES[buf[i] as usize] {
+            PLAIN | BACKSLASH => i += 1,
+            QUOTE => {
+                i += 1;
+                loop {
+                    match CLASSES[*buf.get(i)? as usize] {
+                        QUOTE => break,
+                        BACKSLASH => i += 2,
+                        _ => i += 1,
+                    }
+                }
+                i += 1;
+            }
+            OPEN => {
+                depth += 1;
+                i += 1;
+            }
+            _ => {
+                depth -= 1;
+                i += 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -383,6 +461,18 @@ mod tests {
         ] {
             assert!(skip_all(bad).is_err(), "{bad:?} should fail");
         }
+    }
+
+    #[test]
+    fn object_spans_match_brackets_outside_strings() {
+        let json = r#" {"a":"}{\"]","b":[{},[]]} ,"#;
+        let mut s = Scanner::new(json.as_bytes());
+        let span = s.object_span().unwrap();
+        assert_eq!(&json[span], r#"{"a":"}{\"]","b":[{},[]]}"#);
+        assert!(Scanner::new(b"{\"a\":1").object_span().is_err());
+        assert!(Scanner::new(b"{\"a").object_span().is_err());
+        assert!(Scanner::new(b"1").object_span().is_err());
+        assert!(Scanner::new(b"\"x\\").object_span().is_err());
     }
 
     #[test]

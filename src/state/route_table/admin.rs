@@ -71,8 +71,8 @@ impl RouteTable {
         let known = |t: &RouteTable, q: &QueueDataInput| {
             q.broker_name
                 .as_deref()
-                .and_then(|n| t.brokers.get_key_value(n))
-                .map(|(k, _)| k.clone())
+                .and_then(|n| t.brokers.get(n))
+                .map(|g| g.data.broker_name.clone())
         };
         let exists = self.topics.contains_key(topic);
         if !exists && queue_datas.iter().any(|q| known(self, q).is_none()) {

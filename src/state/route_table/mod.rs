@@ -67,6 +67,15 @@ impl TopicEntry {
             .find(|q| &*q.data.broker_name == broker_name)
     }
 
+    /// The queue entry of a group by its interned name: entries share their group's `Name`,
+    /// so a pointer comparison usually decides without reading the strings.
+    fn queue_of(&self, group: &Name) -> Option<&QueueEntry> {
+        self.queues
+            .iter()
+            .find(|q| std::sync::Arc::ptr_eq(&q.data.broker_name, group))
+            .or_else(|| self.queue(group))
+    }
+
     fn queue_mut(&mut self, broker_name: &str) -> Option<&mut QueueEntry> {
         self.queues
             .iter_mut()
@@ -93,8 +102,10 @@ pub struct BrokerGroup {
 /// What the last full registration from one broker address applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Applied {
-    /// Digest of the body.
+    /// Digest of the raw body.
     pub digest: u64,
+    /// Digest of the body's topic table.
+    pub table_digest: u64,
     /// The group's feed generation right after applying it.
     pub feed_generation: u64,
     /// How the body's topics were applied (master / prime slave / acting master).

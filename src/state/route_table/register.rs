@@ -17,8 +17,9 @@ use super::{
     RouteTable,
 };
 use crate::protocol::body::route::PERM_WRITE;
-use crate::protocol::body::topic_config::TopicConfigError;
-use crate::protocol::body::{BrokerData, DataVersion, Name, QueueData, RegisterBody};
+use crate::protocol::body::{
+    BrokerData, DataVersion, Name, QueueData, RegisterBody, RegisterBodyError,
+};
 
 /// The header fields of a REGISTER_BROKER request.
 #[derive(Debug, Clone)]
@@ -90,9 +91,9 @@ pub enum RegisterError {
     /// The caller must decode the body and call again with [`BodyInput::Decoded`].
     #[error("the registration body must be decoded")]
     NeedsBody,
-    /// A topic config in the body is malformed; nothing was changed.
+    /// The body's topic table or a topic config in it is malformed; nothing was changed.
     #[error(transparent)]
-    BadTopicConfig(#[from] TopicConfigError),
+    BadBody(#[from] RegisterBodyError),
 }
 
 /// How a broker's topic configs feed the route table.
@@ -105,7 +106,12 @@ struct Plan {
     register_first: bool,
     mode: u64,
     data_version_changed: bool,
+    /// Java's null result: a first registration with exactly one topic.
+    rejected: bool,
+    /// Topic configs to (re)apply: topic, queue data, digest of the config.
     updates: Vec<(String, QueueData, u64)>,
+    /// Topics to drop this group from (`deleteTopicWithBrokerRegistration`).
+    deletions: Vec<Name>,
 }
 
 impl RouteTable {
@@ -121,8 +127,8 @@ impl RouteTable {
             cluster: reg.cluster.into(),
             addr: reg.broker_addr.into(),
         };
-        let plan = self.plan(reg, &key, input)?;
-        Ok(self.apply(reg, key, input, plan, settings, now))
+        let plan = self.plan(reg, &key, input, settings)?;
+        Ok(self.apply(reg, key, input, plan, now))
     }
 
     /// Decides what the registration changes, without changing anything.
@@ -131,6 +137,7 @@ impl RouteTable {
         reg: &Registration<'_>,
         key: &BrokerAddr,
         input: BodyInput<'_>,
+        settings: &RegisterSettings,
     ) -> Result<Plan, RegisterError> {
         let group = self.brokers.get(reg.broker_name);
         let old_version_broker = reg.enable_acting_master.is_none();
@@ -160,12 +167,11 @@ impl RouteTable {
             BodyInput::Unchanged { digest } => {
                 let unchanged = previous.filter(|p| {
                     !register_first
-                        && p.applied
-                            == Some(Applied {
-                                digest,
-                                feed_generation: group.map_or(0, |g| g.feed_generation),
-                                mode,
-                            })
+                        && p.applied.is_some_and(|a| {
+                            a.digest == digest
+                                && a.feed_generation == group.map_or(0, |g| g.feed_generation)
+                                && a.mode == mode
+                        })
                 });
                 match unchanged {
                     Some(p) => (p.data_version, None),
@@ -174,11 +180,32 @@ impl RouteTable {
             }
         };
         let data_version_changed = previous.is_none_or(|p| !p.data_version.same_as(&data_version));
+        let rejected = match body {
+            Some(b) if !addrs.contains_key(&reg.broker_id) => b.topic_count()? == 1,
+            _ => false,
+        };
+        // The very table this address applied last, with nothing touched since: applying it
+        // again (as Java does when the data version changed) would change nothing.
+        let table_unchanged = body.is_some_and(|b| {
+            !register_first
+                && previous.and_then(|p| p.applied).is_some_and(|a| {
+                    a.table_digest == b.table_digest()
+                        && a.mode == mode
+                        && Some(a.feed_generation) == group.map(|g| g.feed_generation)
+                })
+        });
         let mut updates = Vec::new();
-        if let (Some(body), true) = (body, mode != MODE_NONE) {
-            for src in body.topics() {
+        let mut deletions = Vec::new();
+        if let (Some(body), true, false, false) =
+            (body, mode != MODE_NONE, table_unchanged, rejected)
+        {
+            let group_name = group.map(|g| &g.data.broker_name);
+            for src in body.topics()? {
                 let entry = self.topics.get(src.key);
-                let existing = entry.and_then(|e| e.queue(reg.broker_name));
+                let existing = match (entry, group_name) {
+                    (Some(e), Some(name)) => e.queue_of(name),
+                    _ => None,
+                };
                 if !(register_first || data_version_changed || existing.is_none()) {
                     continue;
                 }
@@ -186,7 +213,7 @@ impl RouteTable {
                 if existing.is_some_and(|q| q.source == digest) {
                     continue;
                 }
-                let config = src.parse()?;
+                let config = src.parse().map_err(RegisterBodyError::from)?;
                 // Java would throw on a config without a name and register the rest.
                 let Some(topic) = config.topic_name else {
                     continue;
@@ -197,7 +224,9 @@ impl RouteTable {
                     config.perm
                 };
                 let data = QueueData {
-                    broker_name: Name::from(reg.broker_name),
+                    broker_name: group_name
+                        .cloned()
+                        .unwrap_or_else(|| Name::from(reg.broker_name)),
                     read_queue_nums: config.read_queue_nums,
                     write_queue_nums: config.write_queue_nums,
                     perm,
@@ -205,13 +234,24 @@ impl RouteTable {
                 };
                 updates.push((topic, data, digest));
             }
+            if settings.delete_topic_with_broker_registration && body.mappings.is_empty() {
+                let keep: HashSet<&str> = body.topics()?.map(|t| t.key).collect();
+                deletions = self
+                    .topics
+                    .iter()
+                    .filter(|(t, e)| !keep.contains(&***t) && e.queue(reg.broker_name).is_some())
+                    .map(|(t, _)| t.clone())
+                    .collect();
+            }
         }
         Ok(Plan {
             data_version,
             register_first,
             mode,
             data_version_changed,
+            rejected,
             updates,
+            deletions,
         })
     }
 
@@ -221,7 +261,6 @@ impl RouteTable {
         key: BrokerAddr,
         input: BodyInput<'_>,
         plan: Plan,
-        settings: &RegisterSettings,
         now: Instant,
     ) -> RegisterOutcome {
         // (a) the cluster gets the broker name, even if the group belongs to another cluster.
@@ -236,22 +275,20 @@ impl RouteTable {
             .unwrap_or_else(|| key.cluster.clone());
         // (b) the group, (c) its acting-master flag and zone, (e) one id per address.
         let mut broker_changed = false;
-        let group = self
-            .brokers
-            .entry(Name::from(reg.broker_name))
-            .or_insert_with(|| {
-                broker_changed = true;
-                BrokerGroup {
-                    data: BrokerData {
-                        cluster: cluster_name,
-                        broker_name: Name::from(reg.broker_name),
-                        addrs: BTreeMap::new(),
-                        zone_name: None,
-                        enable_acting_master: false,
-                    },
-                    feed_generation: 0,
-                }
-            });
+        let name = Name::from(reg.broker_name);
+        let group = self.brokers.entry(name.clone()).or_insert_with(|| {
+            broker_changed = true;
+            BrokerGroup {
+                data: BrokerData {
+                    cluster: cluster_name,
+                    broker_name: name,
+                    addrs: BTreeMap::new(),
+                    zone_name: None,
+                    enable_acting_master: false,
+                },
+                feed_generation: 0,
+            }
+        });
         let acting = reg.enable_acting_master == Some(true);
         if group.data.enable_acting_master != acting {
             group.data.enable_acting_master = acting;
@@ -296,11 +333,7 @@ impl RouteTable {
             }
         }
         // (g) a single-topic registration must not come first.
-        let topic_count = match input {
-            BodyInput::Decoded { body, .. } => body.topic_count(),
-            BodyInput::Unchanged { .. } => usize::MAX,
-        };
-        if old_addr.is_none() && topic_count == 1 {
+        if plan.rejected {
             tracing::warn!(
                 broker = reg.broker_name,
                 addr = reg.broker_addr,
@@ -326,11 +359,18 @@ impl RouteTable {
         if let BodyInput::Decoded { body, .. } = input
             && plan.mode != MODE_NONE
         {
-            if settings.delete_topic_with_broker_registration && body.mappings.is_empty() {
-                let keep: HashSet<&str> = body.topics().map(|t| t.key).collect();
-                self.remove_topics_of_broker_except(reg.broker_name, &keep);
+            let group_name = self
+                .brokers
+                .get(reg.broker_name)
+                .map(|g| g.data.broker_name.clone());
+            for topic in plan.deletions {
+                self.remove_queue_of(&topic, reg.broker_name);
             }
-            for (topic, data, source) in plan.updates {
+            for (topic, mut data, source) in plan.updates {
+                if let Some(name) = &group_name {
+                    // A group created by this registration: share its name.
+                    data.broker_name = name.clone();
+                }
                 self.put_queue(&topic, data, source);
             }
             if plan.data_version_changed || plan.register_first {
@@ -343,9 +383,18 @@ impl RouteTable {
             .map_or(DEFAULT_BROKER_TIMEOUT, |ms| {
                 Duration::from_millis(ms.max(0) as u64)
             });
-        let (digest, filters) = match input {
-            BodyInput::Decoded { body, digest } => (digest, body.filter_server_list.as_ref()),
-            BodyInput::Unchanged { digest } => (digest, None),
+        let previous_table = self
+            .live
+            .get(&key)
+            .and_then(|l| l.applied)
+            .map(|a| a.table_digest);
+        let (digest, table_digest, filters) = match input {
+            BodyInput::Decoded { body, digest } => (
+                digest,
+                body.table_digest(),
+                body.filter_server_list.as_ref(),
+            ),
+            BodyInput::Unchanged { digest } => (digest, previous_table.unwrap_or(0), None),
         };
         let feed_generation = self
             .brokers
@@ -361,6 +410,7 @@ impl RouteTable {
                 ha_server_addr: reg.ha_server_addr.map(str::to_owned),
                 applied: Some(Applied {
                     digest,
+                    table_digest,
                     feed_generation,
                     mode: plan.mode,
                 }),
@@ -441,19 +491,6 @@ impl RouteTable {
                 None => per_broker.push((Name::from(bname), info.clone())),
             }
             self.touch_topic(topic);
-        }
-    }
-
-    /// `deleteTopicWithBrokerRegistration`: drop `broker_name` from topics not in `keep`.
-    fn remove_topics_of_broker_except(&mut self, broker_name: &str, keep: &HashSet<&str>) {
-        let stale: Vec<Name> = self
-            .topics
-            .iter()
-            .filter(|(t, e)| !keep.contains(&***t) && e.queue(broker_name).is_some())
-            .map(|(t, _)| t.clone())
-            .collect();
-        for topic in stale {
-            self.remove_queue_of(&topic, broker_name);
         }
     }
 
@@ -752,7 +789,7 @@ mod tests {
             &RegisterSettings::default(),
             now(),
         );
-        assert!(matches!(res, Err(RegisterError::BadTopicConfig(_))));
+        assert!(matches!(res, Err(RegisterError::BadBody(_))));
         assert!(t.broker("broker-a").is_none());
         assert_eq!(t.topic_count(), 0);
     }
