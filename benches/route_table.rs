@@ -1,0 +1,151 @@
+//! Route-table benchmarks: route lookups (cached and encoded afresh) and registrations (first,
+//! changed data version, unchanged body) at 1 k, 10 k and 100 k topics.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use namesrv::protocol::json::JsonStyle;
+use namesrv::state::route_table::RouteTable;
+use namesrv::state::route_table::query::RouteQuery;
+use namesrv::state::route_table::register::{BodyInput, RegisterSettings};
+use tokio::time::Instant;
+
+mod support;
+
+fn query(topic: &str, epoch: u64) -> RouteQuery<'_> {
+    RouteQuery {
+        topic,
+        style: JsonStyle::Standard,
+        support_acting_master: false,
+        zone: None,
+        external_epoch: epoch,
+        order_topic_conf: &|| None,
+    }
+}
+
+fn routes(c: &mut Criterion) {
+    let mut g = c.benchmark_group("route");
+    for topics in [1_000usize, 10_000, 100_000] {
+        let table = support::table(4, topics);
+        let names: Vec<String> = (0..topics).map(|i| format!("BenchTopic_{i:06}")).collect();
+        let mut i = 0;
+        g.throughput(Throughput::Elements(1));
+        g.bench_with_input(BenchmarkId::new("cached", topics), &table, |b, t| {
+            b.iter(|| {
+                i = (i + 7919) % topics;
+                t.route(&query(&names[i], 0)).unwrap()
+            })
+        });
+        let epoch = AtomicU64::new(1);
+        g.bench_with_input(BenchmarkId::new("encoded", topics), &table, |b, t| {
+            b.iter(|| {
+                i = (i + 7919) % topics;
+                // A new external epoch defeats the cache: this measures a full encode.
+                t.route(&query(&names[i], epoch.fetch_add(1, Ordering::Relaxed)))
+                    .unwrap()
+            })
+        });
+    }
+    g.finish();
+}
+
+fn registrations(c: &mut Criterion) {
+    let mut g = c.benchmark_group("register");
+    g.sample_size(10);
+    let settings = RegisterSettings::default();
+    for topics in [1_000usize, 10_000, 100_000] {
+        let first = support::decode(&support::register_json(topics, 1));
+        let reg = support::registration("bench-broker-x", "127.0.0.1:29999");
+        g.throughput(Throughput::Elements(1));
+        g.bench_function(BenchmarkId::new("first", topics), |b| {
+            b.iter_batched(
+                RouteTable::new,
+                |mut t| {
+                    t.register(
+                        &reg,
+                        BodyInput::Decoded {
+                            body: &first,
+                            digest: 1,
+                        },
+                        &settings,
+                        Instant::now(),
+                    )
+                    .unwrap();
+                    t
+                },
+                BatchSize::LargeInput,
+            )
+        });
+        let mut table = support::table(4, topics);
+        table
+            .register(
+                &reg,
+                BodyInput::Decoded {
+                    body: &first,
+                    digest: 1,
+                },
+                &settings,
+                Instant::now(),
+            )
+            .unwrap();
+        let mut counter = 1u64;
+        g.bench_function(
+            BenchmarkId::new("changed_version_decode_and_apply", topics),
+            |b| {
+                b.iter_batched(
+                    || {
+                        counter += 1;
+                        support::register_json(topics, counter)
+                    },
+                    |raw| {
+                        let body = support::decode(&raw);
+                        let digest = xxhash_rust::xxh3::xxh3_64(&raw);
+                        table
+                            .register(
+                                &reg,
+                                BodyInput::Decoded {
+                                    body: &body,
+                                    digest,
+                                },
+                                &settings,
+                                Instant::now(),
+                            )
+                            .unwrap()
+                    },
+                    BatchSize::LargeInput,
+                )
+            },
+        );
+        let raw = support::register_json(topics, 1);
+        let body = support::decode(&raw);
+        let digest = xxhash_rust::xxh3::xxh3_64(&raw);
+        table
+            .register(
+                &reg,
+                BodyInput::Decoded {
+                    body: &body,
+                    digest,
+                },
+                &settings,
+                Instant::now(),
+            )
+            .unwrap();
+        g.bench_function(BenchmarkId::new("unchanged_body", topics), |b| {
+            b.iter(|| {
+                let digest = xxhash_rust::xxh3::xxh3_64(&raw);
+                table
+                    .register(
+                        &reg,
+                        BodyInput::Unchanged { digest },
+                        &settings,
+                        Instant::now(),
+                    )
+                    .unwrap()
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, routes, registrations);
+criterion_main!(benches);

@@ -1,0 +1,83 @@
+//! Workload builders shared by the benches: registration bodies shaped like nsbench's and
+//! real brokers', and pre-filled route tables.
+
+#![allow(dead_code)] // each bench uses a part
+
+use bytes::Bytes;
+use namesrv::protocol::body::{DecodeOptions, RegisterBody};
+use namesrv::state::ConnId;
+use namesrv::state::route_table::RouteTable;
+use namesrv::state::route_table::register::{BodyInput, RegisterSettings, Registration};
+use tokio::time::Instant;
+
+/// A 5.x JSON registration body with `topics` topics (the shape nsbench sends: about 178 bytes
+/// per topic, so 10 000 topics make a 1.78 MB body).
+pub fn register_json(topics: usize, counter: u64) -> Bytes {
+    let mut s = String::with_capacity(200 * topics + 300);
+    s.push_str(
+        r#"{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":"#,
+    );
+    s.push_str(&counter.to_string());
+    s.push_str(r#","stateVersion":0,"timestamp":1700000000000},"mappingDataVersion":{"counter":0,"stateVersion":0,"timestamp":1700000000000},"topicConfigTable":{"#);
+    for i in 0..topics {
+        if i > 0 {
+            s.push(',');
+        }
+        let t = format!("BenchTopic_{i:06}");
+        s.push_str(&format!(
+            r#""{t}":{{"attributes":{{}},"order":false,"perm":6,"readQueueNums":8,"topicFilterType":"SINGLE_TAG","topicName":"{t}","topicSysFlag":0,"writeQueueNums":8}}"#
+        ));
+    }
+    s.push_str(r#"},"topicQueueMappingDetailMap":{},"topicQueueMappingInfoMap":{}}}"#);
+    Bytes::from(s)
+}
+
+/// Decode options for a 5.3.3 broker.
+pub const OPTS: DecodeOptions = DecodeOptions {
+    compressed: false,
+    version: 479,
+    max_inflated: 1 << 30,
+};
+
+/// Decodes a body.
+pub fn decode(body: &Bytes) -> RegisterBody {
+    RegisterBody::decode(body.clone(), OPTS).unwrap()
+}
+
+/// The registration header of bench broker `b`.
+pub fn registration(name: &str, addr: &str) -> Registration<'static> {
+    Registration {
+        cluster: "BenchCluster",
+        broker_addr: Box::leak(addr.to_owned().into_boxed_str()),
+        broker_name: Box::leak(name.to_owned().into_boxed_str()),
+        broker_id: 0,
+        ha_server_addr: Some("127.0.0.1:30000"),
+        zone_name: None,
+        heartbeat_timeout_millis: Some(120_000),
+        enable_acting_master: Some(false),
+        conn: ConnId(1),
+    }
+}
+
+/// A table with `brokers` brokers each carrying the same `topics` topics.
+pub fn table(brokers: usize, topics: usize) -> RouteTable {
+    let mut t = RouteTable::new();
+    let body = decode(&register_json(topics, 1));
+    for b in 0..brokers {
+        let reg = registration(
+            &format!("bench-broker-{b}"),
+            &format!("127.0.0.1:{}", 20000 + b),
+        );
+        t.register(
+            &reg,
+            BodyInput::Decoded {
+                body: &body,
+                digest: b as u64,
+            },
+            &RegisterSettings::default(),
+            Instant::now(),
+        )
+        .unwrap();
+    }
+    t
+}
