@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use namesrv::cli::Args;
 use namesrv::config::{Config, Env};
 use namesrv::kv::KvStore;
@@ -14,10 +14,15 @@ use namesrv::state::Namesrv;
 fn main() -> ExitCode {
     let args = match Args::try_parse() {
         Ok(args) => args,
+        Err(e) if e.use_stderr() => {
+            // As Java's mqnamesrv: the parse error, then the usage text, status 1.
+            eprintln!("{e}");
+            eprintln!("{}", Args::command().render_help());
+            return ExitCode::from(1);
+        }
         Err(e) => {
-            let code = if e.use_stderr() { 1 } else { 0 };
             let _ = e.print();
-            return ExitCode::from(code);
+            return ExitCode::SUCCESS;
         }
     };
     match run(args) {

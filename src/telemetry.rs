@@ -1,6 +1,8 @@
 //! Logging setup: `tracing` to stderr, filtered by `--log-level`, else `RUST_LOG`, else
 //! `info`.
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::EnvFilter;
 
 /// Installs the global subscriber. An unparsable filter is an error naming it.
@@ -12,6 +14,7 @@ pub fn init(level: Option<&str>) -> Result<(), String> {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
         .try_init()
         .map_err(|e| e.to_string())

@@ -18,7 +18,7 @@ pub use settings::{Apply, Env, Group, Settings};
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read config file {path}: {source}")]
+    #[error("cannot read config file {path}")]
     Read {
         /// The file.
         path: String,
@@ -26,7 +26,7 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     /// The file is not valid properties text.
-    #[error("config file {path}: {source}")]
+    #[error("config file {path}")]
     Syntax {
         /// The file.
         path: String,
