@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Side-by-side load test with ../shared/tools/nsbench: our server, nslimit (the ceiling) and,
+# when installed, rocketmq-rust's name server, each pinned to CPU 0 with the load on CPU 1.
+# Prints one nsbench JSON line per run and a summary table (ratios against nslimit).
+#
+#   benches/nsbench.sh [workload ...]      # default: route route-rocketmq hot-route mixed register heartbeat hold hold-1m
+#
+# Environment: NSBENCH_SRC (default ../shared/tools/nsbench), NSBENCH_TARGET (~/.cache/nsbench),
+# RMQ_RUST_BIN (~/.cache/rmq-rust/bin/rocketmq-namesrv-rust; skipped when absent),
+# DURATION (seconds per run, default 10).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+NSBENCH_SRC="${NSBENCH_SRC:-$ROOT/../shared/tools/nsbench}"
+NSBENCH_TARGET="${NSBENCH_TARGET:-$HOME/.cache/nsbench}"
+RMQ_RUST_BIN="${RMQ_RUST_BIN:-$HOME/.cache/rmq-rust/bin/rocketmq-namesrv-rust}"
+DURATION="${DURATION:-10}"
+WORK="$(mktemp -d)"
+OUT="$WORK/results.jsonl"
+SERVER_PID=""
+cleanup() { if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; fi; rm -rf "$WORK"; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+CARGO_TARGET_DIR="$NSBENCH_TARGET" cargo build --quiet --release --manifest-path "$NSBENCH_SRC/Cargo.toml"
+(cd "$ROOT" && cargo build --quiet --release)
+B="$NSBENCH_TARGET/release"
+PORT=29901
+
+free_cpus() { [ "$(nproc)" -ge 2 ]; }
+# Runs a command pinned to one CPU, replacing the (sub)shell so that `$!` is its pid.
+pin() { if free_cpus; then exec taskset -c "$1" "${@:2}"; else exec "${@:2}"; fi; }
+
+wait_port() {
+  for _ in $(seq 1 200); do
+    if port_in_use "$1"; then return 0; fi
+    sleep 0.05
+  done
+  echo "server on port $1 did not come up" >&2; return 1
+}
+
+port_in_use() { (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; }
+
+start_server() { # kind port
+  local kind=$1 port=$2
+  if port_in_use "$port"; then echo "port $port is already in use" >&2; return 1; fi
+  case $kind in
+    ours)
+      printf 'listenPort=%s\nbindAddress=127.0.0.1\nkvConfigPath=%s/kv.json\nconfigStorePath=%s/ns.properties\nframeMaxLength=67108864\n' \
+        "$port" "$WORK" "$WORK" > "$WORK/ours.conf"
+      pin 0 "$ROOT/target/release/namesrv" -c "$WORK/ours.conf" >"$WORK/ours.log" 2>&1 &
+      ;;
+    nslimit) pin 0 "$B/nslimit" "127.0.0.1:$port" "$BROKERS" >"$WORK/nslimit.log" 2>&1 & ;;
+    rmq-rust)
+      mkdir -p "$WORK/rmq"
+      printf 'rocketmqHome = "%s"\nkvConfigPath = "%s/kvConfig.json"\nconfigStorePath = "%s/namesrv.properties"\n[runtime]\nworkerThreads = 1\n' \
+        "$WORK/rmq" "$WORK/rmq" "$WORK/rmq" > "$WORK/rmq.toml"
+      ROCKETMQ_HOME="$WORK/rmq" pin 0 "$RMQ_RUST_BIN" -c "$WORK/rmq.toml" --listenPort "$port" --bindAddress 127.0.0.1 >"$WORK/rmq.log" 2>&1 &
+      ;;
+  esac
+  SERVER_PID=$!
+  wait_port "$port"
+  kill -0 "$SERVER_PID" 2>/dev/null || { echo "$kind exited at start-up" >&2; return 1; }
+}
+
+stop_server() {
+  kill "$SERVER_PID" 2>/dev/null || true
+  for _ in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.05; done
+  kill -9 "$SERVER_PID" 2>/dev/null || true
+  SERVER_PID=""
+}
+
+run() { # label kind workload nsbench-args...
+  local label=$1 kind=$2; shift 2
+  PORT=$((PORT + 1))
+  start_server "$kind" "$PORT"
+  (pin 1 "$B/nsbench" --addr "127.0.0.1:$PORT" --pid "$SERVER_PID" --duration "$DURATION" --label "$label" "$@") \
+    | tee -a "$OUT"
+  stop_server
+}
+
+WORKLOADS=("$@")
+[ ${#WORKLOADS[@]} -gt 0 ] || WORKLOADS=(route route-rocketmq hot-route mixed register heartbeat hold hold-1m)
+for w in "${WORKLOADS[@]}"; do
+  BROKERS=4
+  case $w in
+    route) args=(--workload route) ;;
+    route-rocketmq) args=(--workload route --ser rocketmq) ;;
+    hot-route) args=(--workload hot-route) ;;
+    mixed) args=(--workload mixed) ;;
+    register) args=(--workload register --topics 10000 --brokers 1 --conns 4 --pipeline 1); BROKERS=1 ;;
+    heartbeat) args=(--workload heartbeat --topics 10000 --brokers 1 --conns 4 --pipeline 1); BROKERS=1 ;;
+    hold) args=(--workload hold --brokers 8 --topics 20000); BROKERS=8 ;;
+    hold-1m) args=(--workload hold --brokers 50 --topics 20000); BROKERS=50 ;;
+    *) echo "unknown workload $w" >&2; exit 2 ;;
+  esac
+  run "ours:$w" ours "${args[@]}"
+  case $w in register|heartbeat|hold|hold-1m) ;; *) run "nslimit:$w" nslimit "${args[@]}" ;; esac
+  if [ -x "$RMQ_RUST_BIN" ]; then run "rmq-rust:$w" rmq-rust "${args[@]}" || echo "rocketmq-rust failed on $w" >&2; fi
+done
+
+echo
+echo "== summary (rps = requests/s; eff = requests per server CPU-second; rss in MB)"
+python3 - "$OUT" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+by = {}
+for r in rows:
+    kind, w = r["label"].split(":", 1)
+    by.setdefault(w, {})[kind] = r
+print(f"{'workload':16} {'server':9} {'rps':>9} {'vs limit':>8} {'p99 us':>7} {'eff':>9} {'rss MB':>7}")
+for w, kinds in by.items():
+    limit = kinds.get("nslimit", {}).get("rps")
+    for kind, r in kinds.items():
+        rps = r.get("rps") or 0
+        ratio = f"{rps / limit:.0%}" if limit and rps else "-"
+        rss = (r.get("rss_end_kb") or 0) / 1024
+        eff = r.get("req_per_server_cpu_s") or 0
+        print(f"{w:16} {kind:9} {rps:9.0f} {ratio:>8} {r.get('p99_us', 0) or 0:7} {eff:9.0f} {rss:7.1f}")
+PY
