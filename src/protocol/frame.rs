@@ -172,6 +172,52 @@ mod tests {
         assert_eq!(back, cmd);
     }
 
+    /// PROTOCOL.md §9.3: the answer to 9.1 with a standard-JSON route body, 368 bytes.
+    const ROUTE_RESPONSE: &str = "00 00 01 6c 00 00 00 5f 7b 22 63 6f 64 65 22 3a
+        30 2c 22 66 6c 61 67 22 3a 31 2c 22 6c 61 6e 67 75 61 67 65 22 3a 22 4a 41 56 41 22 2c
+        22 6f 70 61 71 75 65 22 3a 31 2c 22 73 65 72 69 61 6c 69 7a 65 54 79 70 65 43 75 72 72
+        65 6e 74 52 50 43 22 3a 22 4a 53 4f 4e 22 2c 22 76 65 72 73 69 6f 6e 22 3a 34 37 39 7d
+        7b 22 62 72 6f 6b 65 72 44 61 74 61 73 22 3a 5b 7b 22 62 72 6f 6b 65 72 41 64 64 72 73
+        22 3a 7b 22 30 22 3a 22 31 39 32 2e 31 36 38 2e 30 2e 31 30 3a 31 30 39 31 31 22 7d 2c
+        22 62 72 6f 6b 65 72 4e 61 6d 65 22 3a 22 62 72 6f 6b 65 72 2d 61 22 2c 22 63 6c 75 73
+        74 65 72 22 3a 22 44 65 66 61 75 6c 74 43 6c 75 73 74 65 72 22 2c 22 65 6e 61 62 6c 65
+        41 63 74 69 6e 67 4d 61 73 74 65 72 22 3a 66 61 6c 73 65 7d 5d 2c 22 66 69 6c 74 65 72
+        53 65 72 76 65 72 54 61 62 6c 65 22 3a 7b 7d 2c 22 71 75 65 75 65 44 61 74 61 73 22 3a
+        5b 7b 22 62 72 6f 6b 65 72 4e 61 6d 65 22 3a 22 62 72 6f 6b 65 72 2d 61 22 2c 22 70 65
+        72 6d 22 3a 36 2c 22 72 65 61 64 51 75 65 75 65 4e 75 6d 73 22 3a 34 2c 22 74 6f 70 69
+        63 53 79 73 46 6c 61 67 22 3a 30 2c 22 77 72 69 74 65 51 75 65 75 65 4e 75 6d 73 22 3a
+        34 7d 5d 7d";
+
+    #[test]
+    fn worked_example_9_3_route_response_encodes_byte_for_byte() {
+        use crate::protocol::body::{BrokerData, QueueData, TopicRouteData};
+        use crate::protocol::json::JsonStyle;
+        let broker = BrokerData {
+            cluster: "DefaultCluster".into(),
+            broker_name: "broker-a".into(),
+            addrs: [(0, "192.168.0.10:10911".into())].into(),
+            zone_name: None,
+            enable_acting_master: false,
+        };
+        let queue = QueueData {
+            broker_name: "broker-a".into(),
+            read_queue_nums: 4,
+            write_queue_nums: 4,
+            perm: 6,
+            topic_sys_flag: 0,
+        };
+        let route = TopicRouteData {
+            queue_datas: vec![&queue],
+            broker_datas: vec![std::borrow::Cow::Owned(broker)],
+            ..Default::default()
+        };
+        let mut resp = RemotingCommand::success().with_body(route.encode(JsonStyle::Standard));
+        resp.opaque = 1;
+        let wire = encode_to_bytes(&resp, SerializeType::Json);
+        assert_eq!(&wire[..], &hex(ROUTE_RESPONSE)[..]);
+        assert_eq!(wire.len(), 368);
+    }
+
     #[test]
     fn worked_example_9_4_binary_answer_round_trips() {
         let wire = hex(UNKNOWN_CODE_BINARY);
@@ -242,5 +288,97 @@ mod tests {
             decode_frame(frame),
             Err(DecodeError::UnknownSerializeType(2))
         ));
+    }
+}
+
+#[cfg(test)]
+mod roundtrip {
+    //! Property: any command survives encode → split → decode, in both encodings.
+    use bytes::{Bytes, BytesMut};
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::protocol::{ExtFields, LanguageCode};
+
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-zA-Z0-9_:.%|-]{0,24}",
+            any::<String>().prop_map(|s| s.chars().take(40).collect()),
+            Just("quote\" back\\slash / \u{0} \u{7f} é 😀".to_owned()),
+        ]
+    }
+
+    prop_compose! {
+        fn command()(
+            code in any::<i16>(),
+            lang in proptest::option::of(0u8..14),
+            version in any::<i16>(),
+            opaque in any::<i32>(),
+            flag in any::<i32>(),
+            remark in proptest::option::of(text()),
+            ext in proptest::option::of(proptest::collection::vec((text(), text()), 0..6)),
+            body in proptest::option::of(proptest::collection::vec(any::<u8>(), 1..300)),
+        ) -> RemotingCommand {
+            RemotingCommand {
+                code: code as i32,
+                language: lang.and_then(LanguageCode::from_code),
+                version: version as i32,
+                opaque,
+                flag,
+                remark,
+                ext_fields: ext.map(|pairs| pairs.into_iter().collect::<ExtFields>()),
+                body: body.map(Bytes::from),
+            }
+        }
+    }
+
+    /// What the binary encoding can carry: empty strings read back as absent.
+    fn binary_view(mut cmd: RemotingCommand) -> RemotingCommand {
+        cmd.remark = cmd.remark.filter(|r| !r.is_empty());
+        cmd.ext_fields = cmd.ext_fields.and_then(|f| {
+            let kept: ExtFields = f
+                .iter()
+                .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+                .collect();
+            // An ext block with no non-empty entry is written as length 0, i.e. absent.
+            (!kept.is_empty()).then_some(kept)
+        });
+        cmd
+    }
+
+    fn round_trip(cmd: &RemotingCommand, st: SerializeType) -> RemotingCommand {
+        let mut wire = BytesMut::new();
+        encode_frame(cmd, st, &mut wire);
+        let frame = split_frame(&mut wire, FrameLimits::default())
+            .unwrap()
+            .unwrap();
+        assert!(wire.is_empty());
+        let (back, got_st) = decode_frame(frame).unwrap();
+        assert_eq!(got_st, st);
+        back
+    }
+
+    proptest! {
+        #[test]
+        fn json_round_trips(cmd in command()) {
+            // As with fastjson, an absent language is omitted and reads back as JAVA.
+            let mut expected = cmd.clone();
+            expected.language = expected.language.or(Some(LanguageCode::Java));
+            prop_assert_eq!(round_trip(&cmd, SerializeType::Json), expected);
+        }
+
+        #[test]
+        fn binary_round_trips(cmd in command()) {
+            let expected = binary_view(cmd.clone());
+            prop_assert_eq!(round_trip(&cmd, SerializeType::RocketMq), expected);
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+            let mut buf = BytesMut::from(&bytes[..]);
+            while let Ok(Some(frame)) = split_frame(&mut buf, FrameLimits::default()) {
+                let _ = decode_frame(frame);
+            }
+        }
     }
 }

@@ -632,6 +632,34 @@ async fn acting_master_rewrite_and_write_perm_cleared_when_the_master_leaves() {
     panic!("the slave never became the acting master");
 }
 
+#[tokio::test]
+async fn switching_support_acting_master_at_run_time_changes_cached_routes() {
+    let server = TestServer::start().await;
+    let mut slave = server.client().await;
+    let mut ext = register_ext("broker-a", "10.0.0.2:10911", "1");
+    ext.retain(|(k, _)| *k != "enableActingMaster");
+    ext.push(("enableActingMaster", "true"));
+    let body = register_body(1, &["TopicA", "TopicB"]);
+    assert_eq!(
+        slave
+            .call(request::REGISTER_BROKER, &ext, Some(&body))
+            .await
+            .code,
+        0
+    );
+    let mut client = server.client().await;
+    assert!(body_text(&route(&mut client, "TopicA").await).contains(r#"{"1":"10.0.0.2:10911"}"#));
+    let upd = client
+        .call(
+            request::UPDATE_NAMESRV_CONFIG,
+            &[],
+            Some(b"supportActingMaster=true"),
+        )
+        .await;
+    assert_eq!(upd.code, 0);
+    assert!(body_text(&route(&mut client, "TopicA").await).contains(r#"{"0":"10.0.0.2:10911"}"#));
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_readiness_gate_refuses_routes_until_brokers_had_time_to_register() {
     let server = TestServer::with_properties(

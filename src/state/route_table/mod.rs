@@ -12,6 +12,8 @@
 //! [`QueueEntry::source`]).
 
 pub mod admin;
+#[cfg(test)]
+mod model_tests;
 pub mod query;
 pub mod register;
 pub mod unregister;

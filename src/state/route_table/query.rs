@@ -78,16 +78,29 @@ impl RouteTable {
         {
             return Some(body);
         }
+        let body = self.encode_route(q, entry)?;
+        if q.zone.is_none() {
+            entry.cache.put(stamp, q.style, body.clone());
+        }
+        Some(body)
+    }
+
+    /// Encodes a route afresh, bypassing the cache.
+    fn encode_route(&self, q: &RouteQuery<'_>, entry: &TopicEntry) -> Option<Bytes> {
         let mut route = self.pickup(q.topic, entry, q.support_acting_master)?;
         let conf = (q.order_topic_conf)();
         route.order_topic_conf = conf.as_deref();
         if let Some(zone) = q.zone {
             filter_by_zone(&mut route, zone);
-            return Some(Bytes::from(route.encode(q.style)));
         }
-        let body = Bytes::from(route.encode(q.style));
-        entry.cache.put(stamp, q.style, body.clone());
-        Some(body)
+        Some(Bytes::from(route.encode(q.style)))
+    }
+
+    /// The route as [`RouteTable::route`] would compute it with an empty cache (for tests
+    /// proving the cache coherent).
+    #[cfg(test)]
+    pub(crate) fn route_uncached(&self, q: &RouteQuery<'_>) -> Option<Bytes> {
+        self.encode_route(q, self.topics.get(q.topic)?)
     }
 
     /// Java's `pickupTopicRouteData`, borrowing from the table.
@@ -454,6 +467,26 @@ mod tests {
         assert!(!json.contains("broker-b"), "{json}");
         // The filtered body is not cached.
         assert!(route(&t, &query("T")).unwrap().contains("broker-b"));
+    }
+
+    #[test]
+    fn a_zone_change_is_visible_in_cached_routes() {
+        let mut t = RouteTable::new();
+        let mut a = reg("broker-a", "a:1", 0, 1);
+        a.zone_name = Some("z1");
+        register(&mut t, &a, &body(1, &["A", "B"]), Instant::now());
+        assert!(
+            route(&t, &query("A"))
+                .unwrap()
+                .contains(r#""zoneName":"z1""#)
+        );
+        a.zone_name = Some("z2");
+        register(&mut t, &a, &body(1, &["A", "B"]), Instant::now());
+        assert!(
+            route(&t, &query("A"))
+                .unwrap()
+                .contains(r#""zoneName":"z2""#)
+        );
     }
 
     #[test]
