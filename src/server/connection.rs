@@ -41,6 +41,8 @@ struct Conn<'a> {
     conn: ConnId,
     peer: SocketAddr,
     registered_broker: bool,
+    /// A frame larger than `KEEP_CAPACITY` was read since the input buffer was last renewed.
+    large_frame: bool,
 }
 
 /// Serves one connection until it closes, fails, idles out or `cancel` fires.
@@ -60,6 +62,7 @@ pub(super) async fn serve(
         conn,
         peer,
         registered_broker: false,
+        large_frame: false,
     };
     let end = c.run(&mut reader, &mut writer, &cancel).await;
     match &end {
@@ -103,8 +106,11 @@ impl Conn<'_> {
             if let Err(e) = handled.and(written) {
                 return e;
             }
-            if input.capacity() > KEEP_CAPACITY && input.is_empty() {
+            // A large frame was split off `input`'s buffer, which `input` still shares even
+            // with no capacity left: start a fresh buffer so the large one can be freed.
+            if input.is_empty() && (self.large_frame || input.capacity() > KEEP_CAPACITY) {
                 input = BytesMut::with_capacity(READ_CHUNK);
+                self.large_frame = false;
             }
             if output.capacity() > KEEP_CAPACITY {
                 output = BytesMut::new();
@@ -151,6 +157,7 @@ impl Conn<'_> {
         while let Some(frame) =
             split_frame(input, self.config.frame_limits).map_err(End::Malformed)?
         {
+            self.large_frame |= frame.len() > KEEP_CAPACITY;
             let (request, _) = decode_frame(frame).map_err(End::Malformed)?;
             let mut ctx = Context {
                 state: &self.state,
