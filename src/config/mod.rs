@@ -63,6 +63,9 @@ pub enum UpdateError {
         /// What was expected.
         reason: String,
     },
+    /// The new configuration could not be written to `configStorePath`; nothing changed.
+    #[error("cannot persist the name server config")]
+    Persist(#[source] std::io::Error),
 }
 
 /// The name server's configuration.

@@ -27,8 +27,11 @@ pub fn update_config(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerRes
             "string2Properties error",
         ));
     };
-    let mut next = ctx.state.config().clone();
-    let restart = match next.update(&props) {
+    let outcome = ctx.state.update_config(
+        |config| config.update(&props),
+        |config| config.persist().map_err(UpdateError::Persist),
+    );
+    let restart = match outcome {
         Ok(restart) => restart,
         Err(UpdateError::BlackListed) => {
             return Ok(RemotingCommand::error(
@@ -37,19 +40,17 @@ pub fn update_config(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerRes
             ));
         }
         Err(e @ UpdateError::Value { .. }) => {
-            return Ok(RemotingCommand::error(
-                response::SYSTEM_ERROR,
-                e.to_string(),
-            ));
+            return Ok(RemotingCommand::error(response::SYSTEM_ERROR, e.to_string()));
+        }
+        Err(UpdateError::Persist(source)) => {
+            return Err(HandlerError::Storage {
+                what: "cannot persist the name server config",
+                source,
+            });
         }
     };
-    next.persist().map_err(|source| HandlerError::Storage {
-        what: "cannot persist the name server config",
-        source,
-    })?;
     let keys: Vec<&str> = props.iter().map(|(k, _)| k.as_str()).collect();
     tracing::info!(?keys, "name server config updated");
-    ctx.state.replace_config(next);
     if restart.is_empty() {
         Ok(RemotingCommand::success())
     } else {

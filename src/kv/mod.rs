@@ -128,7 +128,13 @@ impl KvStore {
         let path = path.into();
         durable::remove_stale_temp(&path);
         let table = match read_table(&path) {
-            Ok(table) => table.unwrap_or_default(),
+            Ok(Some(table)) => table,
+            // Our writes never remove the file; a backup without it means the file was lost
+            // (deleted, or an interrupted older version): the backup is the best copy there is.
+            Ok(None) if durable::backup_path(&path).exists() => {
+                Self::recover(&path, "the file is missing but its backup exists".into())?
+            }
+            Ok(None) => Namespaces::default(),
             Err(reason) => Self::recover(&path, reason)?,
         };
         Ok(KvStore {
@@ -158,9 +164,14 @@ impl KvStore {
             backup = %backup.display(),
             "KV config file is damaged: recovered the table from its backup; the damaged file is kept as .corrupt"
         );
+        // Keep a copy of the damaged file for the operator, then replace it atomically: until
+        // the restored file is in place, a crash leaves the damaged file and the backup as
+        // they were, and the next start recovers again.
         let mut corrupt = path.as_os_str().to_owned();
         corrupt.push(".corrupt");
-        let _ = std::fs::rename(path, PathBuf::from(corrupt));
+        if path.exists() {
+            let _ = std::fs::copy(path, PathBuf::from(corrupt));
+        }
         durable::replace_keeping_backup(path, &render_file(&table))
             .map_err(|e| unusable(format!("restoring it failed: {e}")))?;
         Ok(table)

@@ -12,7 +12,7 @@ pub mod route_table;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use tokio::time::Instant;
 
 use crate::config::Config;
@@ -32,8 +32,11 @@ struct Shared {
     /// to change before taking it.
     routes: RwLock<RouteTable>,
     kv: KvStore,
-    /// The live configuration; UPDATE_NAMESRV_CONFIG replaces values in place.
+    /// The live configuration; UPDATE_NAMESRV_CONFIG replaces it whole.
     config: RwLock<Config>,
+    /// Serializes configuration updates, so that the file and memory change in the same
+    /// order and no update is lost to a concurrent one.
+    config_writer: Mutex<()>,
     /// Bumped on every configuration update; part of the route cache's stamp.
     config_epoch: AtomicU64,
     /// When the server started, for `needWaitForService`.
@@ -49,6 +52,7 @@ impl Namesrv {
                 routes: RwLock::new(RouteTable::new()),
                 kv,
                 config: RwLock::new(config),
+                config_writer: Mutex::new(()),
                 config_epoch: AtomicU64::new(0),
                 started: Instant::now(),
                 next_conn: AtomicU64::new(1),
@@ -76,10 +80,20 @@ impl Namesrv {
         self.inner.config.read()
     }
 
-    /// Replaces the configuration with `next` (already persisted by the caller).
-    pub fn replace_config(&self, next: Config) {
+    /// Applies an update to a copy of the configuration, persists the copy with `persist`,
+    /// and only then makes it current. Updates are serialized.
+    pub fn update_config<T, E>(
+        &self,
+        update: impl FnOnce(&mut Config) -> Result<T, E>,
+        persist: impl FnOnce(&Config) -> Result<(), E>,
+    ) -> Result<T, E> {
+        let _writer = self.inner.config_writer.lock();
+        let mut next = self.config().clone();
+        let out = update(&mut next)?;
+        persist(&next)?;
         *self.inner.config.write() = next;
         self.inner.config_epoch.fetch_add(1, Ordering::AcqRel);
+        Ok(out)
     }
 
     /// An epoch that changes whenever configuration or KV content that routes depend on
