@@ -7,6 +7,7 @@ mod cli;
 mod conf;
 mod kv;
 mod protocol;
+mod scale;
 mod shutdown;
 mod topics;
 mod wire;
