@@ -40,7 +40,10 @@ pub fn update_config(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerRes
             ));
         }
         Err(e @ UpdateError::Value { .. }) => {
-            return Ok(RemotingCommand::error(response::SYSTEM_ERROR, e.to_string()));
+            return Ok(RemotingCommand::error(
+                response::SYSTEM_ERROR,
+                e.to_string(),
+            ));
         }
         Err(UpdateError::Persist(source)) => {
             return Err(HandlerError::Storage {
