@@ -76,8 +76,8 @@ pub struct BrokerData {
 }
 
 impl BrokerData {
-    /// Writes the JSON form; set `with_5x_fields` false for `BrokerMemberGroup`, which has
-    /// only `brokerAddrs`, `brokerName` and `cluster`.
+    /// Writes the JSON form: `brokerAddrs`, `brokerName`, `cluster`, `enableActingMaster` and,
+    /// when set, `zoneName`.
     pub fn write_json(&self, w: &mut JsonWriter<'_>) {
         w.raw(b"{\"brokerAddrs\":");
         write_addrs(w, &self.addrs);
