@@ -336,3 +336,6 @@ mod tests {
         assert_eq!(kv.get("ns", "a"), None);
     }
 }
+
+#[cfg(test)]
+mod model_tests;

@@ -9,6 +9,7 @@ mod harness;
 mod broker;
 mod cli;
 mod conf;
+mod crash;
 mod kv;
 mod protocol;
 mod scale;
