@@ -6,6 +6,7 @@
 
 mod harness;
 
+mod bad_input;
 mod broker;
 mod cli;
 mod conf;
