@@ -54,7 +54,8 @@ async fn absurd_numbers_are_stored_as_java_would_and_never_crash() {
 async fn invalid_bodies_are_system_errors_and_change_nothing() {
     let server = TestServer::start().await;
     let mut c = server.client().await;
-    let cases: [(&str, &[u8], &[(&str, &str)]); 6] = [
+    type Case<'a> = (&'a str, &'a [u8], &'a [(&'a str, &'a str)]);
+    let cases: [Case<'_>; 6] = [
         ("invalid JSON", b"{\"topicConfigSerializeWrapper\":", &[]),
         (
             "invalid UTF-8 in a key",
