@@ -1,0 +1,325 @@
+#!/usr/bin/env bash
+# Compatibility suite: real, independent RocketMQ software against our name server.
+#
+#   tests/compat/run.sh [--only fake|ali-ons|rust] ...
+#
+# Starts target/release/namesrv (or $NAMESRV_BIN) on a free loopback port with its files in a
+# temporary directory, then runs
+#   fake     tests/compat/fake_broker.py registers like a 4.9.x broker, a 5.x broker (JSON body)
+#            and a 5.x broker (zlib-compressed body) and asserts the routes, cluster info,
+#            topic lists and data versions the name server derives;
+#   ali-ons  ali-ons 3.12.0 (npm) route lookups (registered topic, TBW102, unknown topic) with its
+#            stock version 121 (legacy JSON) and a current version, once per registration style;
+#   rust     the rocketmq-rust 1.0.0 broker registers with the name server, the
+#            rocketmq-client-rust 1.0.0 checks (tests/compat/rust-client) run through it, and the
+#            broker must be gone from the name server after it shuts down.
+# Everything is stopped by PID at the end. Exit status: 0 if every check passed, 1 if any check
+# failed, 2 if the environment could not be prepared (tool missing, install failed, no ports).
+#
+# Heavy installs go to ${NAMESRV_COMPAT_CACHE:-$HOME/.cache/namesrv-compat} (outside the clone)
+# and are reused by later runs: the broker (cargo install, 15-30 min on 2 cores the first time),
+# the client checks' build (7-15 min), ali-ons' node_modules (seconds). Warm runs take ~15 s.
+#
+# Environment:
+#   NAMESRV_BIN             name server binary to test (default: cargo build --release, then
+#                           <target dir>/release/namesrv)
+#   NAMESRV_COMPAT_CACHE    cache directory (default $HOME/.cache/namesrv-compat)
+#   NAMESRV_COMPAT_KEEP=1   keep the temporary directory (logs, stores) even on success
+#   NAMESRV_COMPAT_BROKER_PORT  listen port of the rocketmq-rust broker (default: a free one;
+#                           the broker also uses PORT-2 and PORT+1)
+set -Eeuo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+CACHE="${NAMESRV_COMPAT_CACHE:-$HOME/.cache/namesrv-compat}"
+BROKER_CRATE_VERSION=1.0.0
+ALI_ONS_VERSION=3.12.0
+CLUSTER=DefaultCluster
+
+ONLY=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --only) [ $# -ge 2 ] || { echo "usage: $0 [--only fake|ali-ons|rust] ..." >&2; exit 2; }
+            ONLY+=("$2"); shift 2 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    *) echo "usage: $0 [--only fake|ali-ons|rust] ..." >&2; exit 2 ;;
+  esac
+done
+wanted() {
+  [ ${#ONLY[@]} -eq 0 ] && return 0
+  local o; for o in "${ONLY[@]}"; do [ "$o" = "$1" ] && return 0; done
+  return 1
+}
+
+say() { printf '[compat %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+die() { printf '[compat] SETUP ERROR: %s\n' "$*" >&2; exit 2; }
+need() { command -v "$1" >/dev/null 2>&1 || die "$1 is required ($2)"; }
+
+START=$SECONDS
+need python3 "fake broker, port picking"
+need timeout "coreutils, bounds every step"
+wanted ali-ons && { need node "ali-ons checks"; need npm "installs ali-ons"; }
+wanted rust && need cargo "installs the rocketmq-rust broker and builds the client checks"
+[ -n "${NAMESRV_BIN:-}" ] || need cargo "builds namesrv"
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/namesrv-compat.XXXXXX")"
+mkdir -p "$WORK/logs" "$CACHE"
+NS_PID=""
+BROKER_PID=""
+
+stop_pid() { # pid name grace-seconds
+  local pid=$1 name=$2 grace=$3 i
+  [ -n "$pid" ] || return 0
+  kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < grace * 4; i++)); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.25
+  done
+  say "$name (pid $pid) ignored SIGTERM for ${grace}s; killing it"
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
+RESULTS=()
+FAILED=0
+cleanup() {
+  local rc=$?
+  stop_pid "$BROKER_PID" broker 30
+  stop_pid "$NS_PID" namesrv 15
+  if [ "$FAILED" -eq 0 ] && [ "$rc" -eq 0 ] && [ "${NAMESRV_COMPAT_KEEP:-0}" != 1 ]; then
+    rm -rf "$WORK"
+  else
+    echo "logs and stores kept in $WORK"
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---------------------------------------------------------------------------------------------
+# Preparation (installs are cached; each is bounded in time)
+# ---------------------------------------------------------------------------------------------
+
+if [ -n "${NAMESRV_BIN:-}" ]; then
+  [ -x "$NAMESRV_BIN" ] || die "NAMESRV_BIN=$NAMESRV_BIN is not executable"
+else
+  say "building namesrv (cargo build --release)"
+  (cd "$REPO" && timeout 3600 cargo build --release --bin namesrv) || die "cargo build --release of namesrv failed"
+  NAMESRV_BIN="${CARGO_TARGET_DIR:-$REPO/target}/release/namesrv"
+  case "$NAMESRV_BIN" in /*) ;; *) NAMESRV_BIN="$REPO/$NAMESRV_BIN" ;; esac
+  [ -x "$NAMESRV_BIN" ] || die "no binary at $NAMESRV_BIN after the build"
+fi
+
+ALI_ONS_DIR="$CACHE/ali-ons"
+if wanted ali-ons; then
+  stamp="$(cat "$HERE/ali-ons/package.json" "$HERE/ali-ons/package-lock.json" | python3 -c 'import hashlib,sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())')"
+  if [ ! -f "$ALI_ONS_DIR/node_modules/ali-ons/package.json" ] || [ "$(cat "$ALI_ONS_DIR/.stamp" 2>/dev/null)" != "$stamp" ]; then
+    say "installing ali-ons $ALI_ONS_VERSION into $ALI_ONS_DIR (npm ci)"
+    rm -rf "$ALI_ONS_DIR"; mkdir -p "$ALI_ONS_DIR"
+    cp "$HERE/ali-ons/package.json" "$HERE/ali-ons/package-lock.json" "$ALI_ONS_DIR/"
+    (cd "$ALI_ONS_DIR" && timeout 900 npm ci --no-audit --no-fund --loglevel=error) || die "npm ci of ali-ons $ALI_ONS_VERSION failed"
+    echo "$stamp" > "$ALI_ONS_DIR/.stamp"
+  fi
+  installed="$(node -p "require('$ALI_ONS_DIR/node_modules/ali-ons/package.json').version")"
+  [ "$installed" = "$ALI_ONS_VERSION" ] || die "cached ali-ons is $installed, expected $ALI_ONS_VERSION"
+fi
+
+BROKER_BIN="$CACHE/broker/bin/rocketmq-broker-rust"
+CLIENT_TARGET="$CACHE/rust-client-target"
+CLIENT_BIN="$CLIENT_TARGET/release/namesrv-compat-rust-client"
+if wanted rust; then
+  if ! "$BROKER_BIN" --version 2>/dev/null | grep -qx "version=$BROKER_CRATE_VERSION"; then
+    say "installing rocketmq-broker $BROKER_CRATE_VERSION into $CACHE/broker (cargo install; 15-30 min on 2 cores)"
+    t0=$SECONDS
+    CARGO_TARGET_DIR="$CACHE/broker-build" timeout 5400 \
+      cargo install --locked --force --root "$CACHE/broker" rocketmq-broker --version "$BROKER_CRATE_VERSION" \
+      || die "cargo install rocketmq-broker $BROKER_CRATE_VERSION failed"
+    rm -rf "$CACHE/broker-build" # ~1 GB of intermediate artifacts; only the binary is reused
+    say "broker installed in $((SECONDS - t0)) s"
+  fi
+  say "building the rocketmq-client-rust checks (cargo build --release --locked; cached in $CLIENT_TARGET)"
+  t0=$SECONDS
+  CARGO_TARGET_DIR="$CLIENT_TARGET" timeout 5400 \
+    cargo build --release --locked --quiet --manifest-path "$HERE/rust-client/Cargo.toml" \
+    || die "building tests/compat/rust-client failed"
+  say "client checks ready after $((SECONDS - t0)) s"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# Ports and the name server
+# ---------------------------------------------------------------------------------------------
+
+read -r NS_PORT BROKER_PORT < <(python3 - "${NAMESRV_COMPAT_BROKER_PORT:-}" <<'EOF'
+import random, socket, sys
+
+def free(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+s = socket.socket(); s.bind(("127.0.0.1", 0)); ns = s.getsockname()[1]; s.close()
+fixed = sys.argv[1]
+if fixed:
+    broker = int(fixed)
+else:
+    rng = random.Random()
+    for _ in range(200):
+        broker = rng.randrange(20002, 32000)  # below the usual ephemeral range
+        if ns not in (broker - 2, broker, broker + 1) and all(free(p) for p in (broker - 2, broker, broker + 1)):
+            break
+    else:
+        broker = 0
+print(ns, broker)
+EOF
+)
+[ "${BROKER_PORT:-0}" != 0 ] || die "found no free loopback ports for the broker"
+NS="127.0.0.1:$NS_PORT"
+
+cat > "$WORK/namesrv.properties.in" <<EOF
+listenPort=$NS_PORT
+bindAddress=127.0.0.1
+kvConfigPath=$WORK/namesrv/kvConfig.json
+configStorePath=$WORK/namesrv/namesrv.properties
+EOF
+mkdir -p "$WORK/namesrv"
+say "starting $NAMESRV_BIN on $NS"
+# Java's mqnamesrv always exports ROCKETMQ_HOME (start-up fails without it); do the same.
+ROCKETMQ_HOME="$WORK/namesrv" "$NAMESRV_BIN" -c "$WORK/namesrv.properties.in" \
+  >"$WORK/logs/namesrv.out" 2>"$WORK/logs/namesrv.err" &
+NS_PID=$!
+for ((i = 0; i < 120; i++)); do
+  grep -q "boot success" "$WORK/logs/namesrv.out" 2>/dev/null && break
+  kill -0 "$NS_PID" 2>/dev/null || break
+  sleep 0.25
+done
+if ! grep -q "boot success" "$WORK/logs/namesrv.out" 2>/dev/null; then
+  tail -n 20 "$WORK/logs/namesrv.out" "$WORK/logs/namesrv.err" >&2 || true
+  if kill -0 "$NS_PID" 2>/dev/null; then
+    die "namesrv did not report boot success within 30 s"
+  fi
+  wait "$NS_PID" && rc=0 || rc=$?
+  NS_PID=""
+  die "namesrv exited with status $rc before reporting boot success"
+fi
+say "$(grep "boot success" "$WORK/logs/namesrv.out")"
+
+# ---------------------------------------------------------------------------------------------
+# Checks
+# ---------------------------------------------------------------------------------------------
+
+# check NAME SECONDS COMMAND...: runs COMMAND bounded in time, tees its output to a log and
+# records one summary line.
+check() {
+  local name=$1 limit=$2; shift 2
+  local log="$WORK/logs/check-${name//[^A-Za-z0-9._-]/_}.log" t0=$SECONDS rc=0
+  say "--- $name"
+  timeout --kill-after=15 "$limit" "$@" 2>&1 | tee "$log" || rc=$? # pipefail: the command's status
+  if [ "$rc" -eq 0 ]; then
+    RESULTS+=("PASS  $(printf '%-52s %5ss' "$name" $((SECONDS - t0)))")
+  else
+    FAILED=$((FAILED + 1))
+    local why; why="$(grep -E '^FAIL ' "$log" | head -n 5 || true)"
+    [ "$rc" -eq 124 ] && why="${why:+$why$'\n'}FAIL $name: did not finish within ${limit}s (killed)"
+    [ -n "$why" ] || why="FAIL $name: exited with status $rc without reporting a step (see $log)"
+    RESULTS+=("FAIL  $(printf '%-52s %5ss' "$name" $((SECONDS - t0)))"$'\n'"$(sed 's/^/        /' <<<"$why")")
+  fi
+  return 0
+}
+
+FAKE="$HERE/fake_broker.py"
+STYLES=(v4 v5-json v5-zlib)
+
+if wanted fake; then
+  for style in "${STYLES[@]}"; do
+    check "fake-broker[$style] registration + routes" 120 \
+      python3 "$FAKE" register "$NS" --style "$style" --verify --cluster "$CLUSTER" \
+        --broker-name "fake-$style" --broker-addr "127.0.0.1:1$((RANDOM % 9000 + 1000))" \
+        --label "fake-broker[$style]"
+  done
+fi
+
+if wanted ali-ons; then
+  for style in "${STYLES[@]}"; do
+    addr="127.0.0.1:2$((RANDOM % 9000 + 1000))"
+    check "ali-ons $ALI_ONS_VERSION on fake-broker[$style]" 120 \
+      env NODE_PATH="$ALI_ONS_DIR/node_modules" \
+      python3 "$FAKE" register "$NS" --style "$style" --cluster "$CLUSTER" \
+        --broker-name "ons-$style" --broker-addr "$addr" --topics "TopicTest:4:4:6,TBW102:8:8:7" \
+        --label "fake-broker[$style] for ali-ons" --command-timeout 90 -- \
+      node "$HERE/ali-ons/check.js" "$NS" --topic TopicTest --queues 4 --perm 6 \
+        --broker-name "ons-$style" --broker-addr "$addr" --label "ali-ons $ALI_ONS_VERSION [$style]"
+  done
+fi
+
+if wanted rust; then
+  BROKER_DIR="$WORK/rust-broker"
+  mkdir -p "$BROKER_DIR/home" "$BROKER_DIR/store"
+  # rocketmq-rust broker configuration (TOML): one master on loopback, small store files.
+  cat > "$BROKER_DIR/broker.toml" <<EOF
+[broker]
+namesrvAddr = "$NS"
+brokerIp1 = "127.0.0.1"
+listenPort = $BROKER_PORT
+storePathRootDir = "$BROKER_DIR/store"
+autoCreateTopicEnable = true
+
+[broker.brokerIdentity]
+brokerClusterName = "$CLUSTER"
+brokerName = "broker-a"
+brokerId = 0
+
+[broker.brokerServerConfig]
+bindAddress = "127.0.0.1"
+
+[store]
+storeType = "LocalFile"
+storePathRootDir = "$BROKER_DIR/store"
+brokerRole = "ASYNC_MASTER"
+haListenAddress = "127.0.0.1"
+haListenPort = $((BROKER_PORT + 1))
+# 16 MiB commit-log files, small consume queues and a ~4 MB index instead of ~400 MB
+mappedFileSizeCommitLog = 16777216
+mappedFileSizeConsumeQueue = 600000
+maxHashSlotNum = 50000
+maxIndexNum = 200000
+EOF
+  say "starting rocketmq-broker-rust $BROKER_CRATE_VERSION on 127.0.0.1:$BROKER_PORT (also $((BROKER_PORT - 2)), $((BROKER_PORT + 1)))"
+  (cd "$BROKER_DIR" && exec env HOME="$BROKER_DIR/home" ROCKETMQ_HOME="$BROKER_DIR/home" \
+      ROCKETMQ_SECURITY_PROFILE=development-insecure-loopback \
+      "$BROKER_BIN" -c "$BROKER_DIR/broker.toml" -n "$NS") >"$WORK/logs/rust-broker.log" 2>&1 &
+  BROKER_PID=$!
+
+  check "rocketmq-broker-rust $BROKER_CRATE_VERSION registers" 90 \
+    python3 "$FAKE" wait-broker "$NS" broker-a --timeout 75 --pid "$BROKER_PID" \
+      --label "rocketmq-broker-rust $BROKER_CRATE_VERSION"
+  check "rocketmq-client-rust 1.0.0 via the broker" 600 \
+    "$CLIENT_BIN" --namesrv "$NS" --broker-name broker-a --cluster "$CLUSTER" --count 100 --wait-secs 60 \
+      --expect-config "rocketmqHome=$WORK/namesrv" \
+      --expect-config "kvConfigPath=$WORK/namesrv/kvConfig.json" \
+      --expect-config "configStorePath=$WORK/namesrv.properties.in" # Java: -c FILE replaces it
+
+  say "stopping the broker (pid $BROKER_PID)"
+  stop_pid "$BROKER_PID" broker 30
+  BROKER_PID=""
+  check "rocketmq-broker-rust $BROKER_CRATE_VERSION unregisters on shutdown" 60 \
+    python3 "$FAKE" wait-broker "$NS" broker-a --gone --timeout 45 \
+      --label "rocketmq-broker-rust $BROKER_CRATE_VERSION"
+fi
+
+if ! kill -0 "$NS_PID" 2>/dev/null; then
+  FAILED=$((FAILED + 1))
+  RESULTS+=("FAIL  namesrv exited during the suite (see $WORK/logs/namesrv.err)")
+fi
+
+echo
+echo "==== namesrv compatibility suite ($NS, $((SECONDS - START)) s) ===="
+printf '%s\n' "${RESULTS[@]}"
+if [ "$FAILED" -ne 0 ]; then
+  echo "$FAILED check(s) FAILED"
+  exit 1
+fi
+echo "all ${#RESULTS[@]} checks passed"
