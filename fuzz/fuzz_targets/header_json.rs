@@ -1,0 +1,15 @@
+//! Arbitrary bytes as a JSON header (serialize type 0). Must never panic; a header that
+//! decodes must round-trip through `header_json::encode` (an absent language reads back as
+//! JAVA) and re-encode to the same bytes.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use namesrv::protocol::{SerializeType, header_json};
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(cmd) = header_json::decode(data) {
+        assert!(cmd.body.is_none());
+        namesrv_fuzz::check_header_round_trip(&cmd, SerializeType::Json);
+        namesrv_fuzz::check_frame_round_trip(&cmd, SerializeType::Json);
+    }
+});
