@@ -106,8 +106,10 @@ pub struct BrokerGroup {
 pub struct Applied {
     /// Digest of the raw body.
     pub digest: u64,
-    /// Digest of the body's topic table.
-    pub table_digest: u64,
+    /// Digest of the body's topic table, if the routes reflect *every* config in it (a first
+    /// registration or a new data version applies them all; an unchanged version only adds
+    /// missing topics, after which the table is not known to be applied).
+    pub table_digest: Option<u64>,
     /// The group's feed generation right after applying it.
     pub feed_generation: u64,
     /// How the body's topics were applied (master / prime slave / acting master).

@@ -108,6 +108,9 @@ struct Plan {
     data_version_changed: bool,
     /// Java's null result: a first registration with exactly one topic.
     rejected: bool,
+    /// Whether, after this registration, the routes reflect every config of the body's
+    /// topic table.
+    table_applied: bool,
     /// Topic configs to (re)apply: topic, queue data, digest of the config.
     updates: Vec<(String, QueueData, u64)>,
     /// Topics to drop this group from (`deleteTopicWithBrokerRegistration`).
@@ -189,7 +192,7 @@ impl RouteTable {
         let table_unchanged = body.is_some_and(|b| {
             !register_first
                 && previous.and_then(|p| p.applied).is_some_and(|a| {
-                    a.table_digest == b.table_digest()
+                    a.table_digest == Some(b.table_digest())
                         && a.mode == mode
                         && Some(a.feed_generation) == group.map(|g| g.feed_generation)
                 })
@@ -244,12 +247,16 @@ impl RouteTable {
                     .collect();
             }
         }
+        let table_applied = mode != MODE_NONE
+            && !rejected
+            && (register_first || data_version_changed || table_unchanged);
         Ok(Plan {
             data_version,
             register_first,
             mode,
             data_version_changed,
             rejected,
+            table_applied,
             updates,
             deletions,
         })
@@ -387,14 +394,14 @@ impl RouteTable {
             .live
             .get(&key)
             .and_then(|l| l.applied)
-            .map(|a| a.table_digest);
+            .and_then(|a| a.table_digest);
         let (digest, table_digest, filters) = match input {
             BodyInput::Decoded { body, digest } => (
                 digest,
-                body.table_digest(),
+                plan.table_applied.then(|| body.table_digest()),
                 body.filter_server_list.as_ref(),
             ),
-            BodyInput::Unchanged { digest } => (digest, previous_table.unwrap_or(0), None),
+            BodyInput::Unchanged { digest } => (digest, previous_table, None),
         };
         let feed_generation = self
             .brokers
@@ -711,6 +718,25 @@ mod tests {
         let new_version = body_with(2, 0, &[("A", 9, 9, 6, 0), ("B", 4, 4, 6, 0)]);
         register(&mut t, &reg("broker-a", "a:1", 0, 1), &new_version, now());
         assert_eq!(queue(&t, "A", "broker-a").unwrap().read_queue_nums, 9);
+    }
+
+    #[test]
+    fn a_table_applied_only_in_part_is_re_read_when_the_version_changes() {
+        // Found by the model test: an unchanged version only adds missing topics, so the
+        // next new version must re-read the very same table.
+        let mut t = RouteTable::new();
+        register(
+            &mut t,
+            &reg("b", "a:1", 0, 1),
+            &body_with(2, 0, &[("A", 4, 4, 6, 0), ("T", 4, 4, 7, 0)]),
+            now(),
+        );
+        let same_version = body_with(2, 0, &[("B", 4, 4, 7, 0), ("T", 4, 4, 4, 0)]);
+        register(&mut t, &reg("b", "a:1", 0, 1), &same_version, now());
+        assert_eq!(queue(&t, "T", "b").unwrap().perm, 7);
+        let new_version = body_with(1, 0, &[("B", 4, 4, 7, 0), ("T", 4, 4, 4, 0)]);
+        register(&mut t, &reg("b", "a:1", 0, 1), &new_version, now());
+        assert_eq!(queue(&t, "T", "b").unwrap().perm, 4);
     }
 
     #[test]
