@@ -17,13 +17,19 @@ pub struct PropertiesError {
 /// earlier ones in place.
 pub fn parse(text: &str) -> Result<Vec<(String, String)>, PropertiesError> {
     let mut out: Vec<(String, String)> = Vec::new();
+    // Key → position in `out`: duplicates are found in constant time, so a body with many
+    // keys (UPDATE_NAMESRV_CONFIG comes from the network) costs linear time.
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for (line_no, logical) in logical_lines(text) {
         let (key, value) = split_entry(&logical);
         let key = unescape(key).ok_or(PropertiesError { line: line_no })?;
         let value = unescape(value).ok_or(PropertiesError { line: line_no })?;
-        match out.iter_mut().find(|(k, _)| *k == key) {
-            Some(slot) => slot.1 = value,
-            None => out.push((key, value)),
+        match seen.get(&key) {
+            Some(&at) => out[at].1 = value,
+            None => {
+                seen.insert(key.clone(), out.len());
+                out.push((key, value));
+            }
         }
     }
     Ok(out)
@@ -143,7 +149,7 @@ fn unescape(s: &str) -> Option<String> {
             Some('f') => push(&mut units, '\u{c}'),
             Some('u') => {
                 let hex: String = chars.by_ref().take(4).collect();
-                if hex.len() != 4 {
+                if hex.len() != 4 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
                     return None;
                 }
                 units.push(u16::from_str_radix(&hex, 16).ok()?);
@@ -262,6 +268,14 @@ mod tests {
         assert_eq!(pairs("a=1\nb=2\na=3"), vec![p("a", "3"), p("b", "2")]);
         assert_eq!(parse("x=1\ny=\\u12G4"), Err(PropertiesError { line: 2 }));
         assert_eq!(parse("\r\n\r\nz=\\u1"), Err(PropertiesError { line: 3 }));
+    }
+
+    #[test]
+    fn many_keys_and_strict_unicode_escapes() {
+        // 200 000 distinct keys: with a quadratic duplicate check this would not finish.
+        let text: String = (0..200_000).map(|i| format!("k{i}=v\n")).collect();
+        assert_eq!(parse(&text).unwrap().len(), 200_000);
+        assert_eq!(parse("a=\\u+041"), Err(PropertiesError { line: 1 }));
     }
 
     #[test]
