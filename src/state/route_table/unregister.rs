@@ -11,9 +11,10 @@ use std::collections::HashSet;
 
 use tokio::time::Instant;
 
-use super::{BrokerAddr, ConnId, RouteTable};
+use super::{BrokerAddr, BrokerGroup, ConnId, RouteTable};
 use crate::protocol::body::Name;
 use crate::protocol::body::route::PERM_WRITE;
+use crate::protocol::java_hash::{Table, sort_strings_by_java_order};
 
 /// One broker to unregister (Java's `UnRegisterBrokerRequestHeader`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,7 +132,13 @@ impl RouteTable {
     /// Java's `setupUnRegisterRequest`: the group and id under which `key` is registered (the
     /// first group of the same cluster listing the address).
     fn unregistration_for(&self, key: &BrokerAddr) -> Option<Unregistration> {
-        self.brokers.values().find_map(|g| {
+        // When two groups list the address, the first in Java's table order wins, as in Java
+        // (and deterministically, unlike Rust's hash order).
+        let mut groups: Vec<&BrokerGroup> = self.brokers.values().collect();
+        sort_strings_by_java_order(&mut groups, Table::concurrent_with_capacity(128), |g| {
+            &g.data.broker_name
+        });
+        groups.into_iter().find_map(|g| {
             if g.data.cluster != key.cluster {
                 return None;
             }
