@@ -336,12 +336,13 @@ mod roundtrip {
     fn binary_view(mut cmd: RemotingCommand) -> RemotingCommand {
         cmd.remark = cmd.remark.filter(|r| !r.is_empty());
         cmd.ext_fields = cmd.ext_fields.and_then(|f| {
-            let kept: ExtFields = f
-                .iter()
-                .filter(|(k, v)| !k.is_empty() && !v.is_empty())
-                .collect();
-            // An ext block with no non-empty entry is written as length 0, i.e. absent.
-            (!kept.is_empty()).then_some(kept)
+            // An ext block without entries is written as length 0, i.e. absent; entries with
+            // an empty key or value are written but read back as nulls, which are dropped.
+            (!f.is_empty()).then(|| {
+                f.iter()
+                    .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+                    .collect::<ExtFields>()
+            })
         });
         cmd
     }

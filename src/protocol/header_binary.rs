@@ -125,7 +125,9 @@ pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) {
     let len_at = out.len();
     out.put_i32(0);
     if let Some(fields) = &cmd.ext_fields {
-        for (k, v) in fields.iter() {
+        // A key length is a signed 16-bit number: a longer key cannot be written (the server
+        // only writes its own short keys; this keeps the output decodable regardless).
+        for (k, v) in fields.iter().filter(|(k, _)| k.len() <= i16::MAX as usize) {
             out.put_i16(k.len() as i16);
             out.put_slice(k.as_bytes());
             out.put_i32(v.len() as i32);
