@@ -22,7 +22,9 @@ use crate::handlers::Context;
 use crate::protocol::{DecodeError, decode_frame, encode_frame, split_frame};
 use crate::state::{ConnId, Namesrv};
 
-const READ_CHUNK: usize = 16 * 1024;
+/// Read buffer size of a connection. Small: most connections are idle clients whose requests
+/// are a few hundred bytes; a large frame grows the buffer to its size (see `split_frame`).
+const READ_CHUNK: usize = 4 * 1024;
 /// Buffers that grew past this for one large frame are released afterwards.
 const KEEP_CAPACITY: usize = 256 * 1024;
 
@@ -123,7 +125,10 @@ impl Conn<'_> {
                 draining = true;
                 continue;
             }
-            if input.capacity() - input.len() < READ_CHUNK / 2 {
+            // Once requests have been split off the front, this moves the (usually empty)
+            // remainder back to the start of the buffer instead of letting reads walk through
+            // fresh memory: an idle connection keeps touching the same page.
+            if input.capacity() - input.len() < READ_CHUNK {
                 input.reserve(READ_CHUNK);
             }
             tokio::select! {
