@@ -20,7 +20,12 @@
 //!   rules and the route cache; [`kv`] the durable KV store. Neither sees a socket.
 //! - [`config`] is the Java-compatible configuration (properties files, Java key names).
 
-#![deny(missing_docs, rust_2018_idioms, clippy::disallowed_methods, clippy::disallowed_types)]
+#![deny(
+    missing_docs,
+    rust_2018_idioms,
+    clippy::disallowed_methods,
+    clippy::disallowed_types
+)]
 #![forbid(unsafe_code)]
 
 pub mod cli;
