@@ -95,7 +95,8 @@ pub fn register(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
                     version: req.version,
                     max_inflated: max_frame.saturating_mul(MAX_INFLATION),
                 };
-                RegisterBody::decode(raw, opts).map_err(bad_body)?
+                let hint = ctx.state.routes().table_hint(cluster, broker_addr);
+                RegisterBody::decode_with_hint(raw, opts, hint).map_err(bad_body)?
             };
             let decoded = BodyInput::Decoded {
                 body: &body,

@@ -12,6 +12,6 @@ pub mod topic_config;
 
 pub use data_version::DataVersion;
 pub use mapping::MappingInfo;
-pub use register::{DecodeOptions, RegisterBody, RegisterBodyError, TopicSource};
+pub use register::{DecodeOptions, RegisterBody, RegisterBodyError, TableHint, TopicSource};
 pub use route::{BrokerData, Name, QueueData, TopicRouteData};
 pub use topic_config::TopicConfig;

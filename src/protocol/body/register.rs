@@ -31,6 +31,17 @@ pub struct DecodeOptions {
     pub max_inflated: usize,
 }
 
+/// Where a broker's previous topic table was and what it hashed to: a body whose table has
+/// the same length and digest at the same place after its small leading parts is the same
+/// table, already validated, and need not be scanned again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableHint {
+    /// Length of the table's JSON text.
+    pub len: usize,
+    /// Its digest ([`RegisterBody::table_digest`]).
+    pub digest: u64,
+}
+
 /// Why a registration body could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum RegisterBodyError {
@@ -134,9 +145,19 @@ impl RegisterBody {
 
     /// Decodes a non-empty body.
     pub fn decode(body: Bytes, opts: DecodeOptions) -> Result<RegisterBody> {
+        Self::decode_with_hint(body, opts, None)
+    }
+
+    /// Decodes a non-empty body, recognising the broker's previous topic table from `hint`
+    /// without scanning it (its bytes are only hashed).
+    pub fn decode_with_hint(
+        body: Bytes,
+        opts: DecodeOptions,
+        hint: Option<TableHint>,
+    ) -> Result<RegisterBody> {
         let looks_compressed = body.first() == Some(&0x78);
         if opts.version < crate::protocol::code::version::V3_0_11 {
-            let mut decoded = Self::decode_json(body, false)?;
+            let mut decoded = Self::decode_json(body, false, hint)?;
             decoded.filter_server_list = None;
             return Ok(decoded);
         }
@@ -146,7 +167,7 @@ impl RegisterBody {
         if opts.compressed || looks_compressed {
             Self::decode_compressed(&body, opts)
         } else {
-            Self::decode_json(body, true)
+            Self::decode_json(body, true, hint)
         }
     }
 
@@ -159,6 +180,14 @@ impl RegisterBody {
     /// table.
     pub fn table_digest(&self) -> u64 {
         self.table_digest
+    }
+
+    /// The hint by which the next body's identical table can be recognised.
+    pub fn table_hint(&self) -> TableHint {
+        TableHint {
+            len: self.table.as_ref().map_or(0, |r| r.len()),
+            digest: self.table_digest,
+        }
     }
 
     fn spans(&self) -> Result<&[TopicSpan]> {
@@ -191,7 +220,7 @@ impl RegisterBody {
         xxhash_rust::xxh3::xxh3_64(&self.source)
     }
 
-    fn decode_json(source: Bytes, wrapped: bool) -> Result<RegisterBody> {
+    fn decode_json(source: Bytes, wrapped: bool, hint: Option<TableHint>) -> Result<RegisterBody> {
         let mut body = RegisterBody {
             source: Bytes::new(),
             form: Form::Json,
@@ -214,14 +243,14 @@ impl RegisterBody {
                         }
                         "topicConfigSerializeWrapper" => {
                             if !s.take_null() {
-                                body.read_wrapper(&mut s, &source)?;
+                                body.read_wrapper(&mut s, &source, hint)?;
                             }
                         }
                         _ => s.skip_value()?,
                     }
                 }
             } else {
-                body.read_wrapper(&mut s, &source)?;
+                body.read_wrapper(&mut s, &source, hint)?;
             }
             s.end()?;
         }
@@ -229,7 +258,12 @@ impl RegisterBody {
         Ok(body)
     }
 
-    fn read_wrapper(&mut self, s: &mut Scanner<'_>, source: &[u8]) -> Result<()> {
+    fn read_wrapper(
+        &mut self,
+        s: &mut Scanner<'_>,
+        source: &[u8],
+        hint: Option<TableHint>,
+    ) -> Result<()> {
         let mut it = s.begin_object()?;
         while let Some(key) = s.next_key(&mut it)? {
             match key.as_ref() {
@@ -241,8 +275,17 @@ impl RegisterBody {
                 }
                 "topicConfigTable" => {
                     if !s.take_null() {
-                        let span = s.object_span()?;
-                        self.table_digest = xxhash_rust::xxh3::xxh3_64(&source[span.clone()]);
+                        let known =
+                            hint.and_then(|h| Some((s.known_span(h.len, h.digest)?, h.digest)));
+                        let (span, digest) = match known {
+                            Some(known) => known,
+                            None => {
+                                let span = s.object_span()?;
+                                let digest = xxhash_rust::xxh3::xxh3_64(&source[span.clone()]);
+                                (span, digest)
+                            }
+                        };
+                        self.table_digest = digest;
                         self.table = Some(span);
                     }
                 }
@@ -417,6 +460,53 @@ mod tests {
         assert_eq!(body.mappings[0].1.curr_id_map, vec![(0, 1)]);
         assert_ne!(topics[0].fingerprint(0), topics[1].fingerprint(0));
         assert_ne!(topics[0].fingerprint(0), topics[0].fingerprint(1));
+    }
+
+    #[test]
+    fn a_hint_recognises_the_same_table_and_falls_back_otherwise() {
+        let first = RegisterBody::decode(Bytes::from_static(BODY_5X.as_bytes()), OPTS).unwrap();
+        let hint = first.table_hint();
+        let keys = |b: &RegisterBody| {
+            b.topics()
+                .unwrap()
+                .map(|t| t.key.to_owned())
+                .collect::<Vec<_>>()
+        };
+        // A new data version, the same table: recognised without scanning.
+        let next = BODY_5X.replace(r#""counter":3"#, r#""counter":4"#);
+        let again =
+            RegisterBody::decode_with_hint(Bytes::from(next.clone()), OPTS, Some(hint)).unwrap();
+        assert_eq!(again.table_digest(), first.table_digest());
+        assert_eq!(keys(&again), keys(&first));
+        assert_eq!(again.data_version.counter, Some(4));
+        // A changed table (same length, different bytes) and a wrong length both fall back.
+        let changed = next.replace(r#""perm":7"#, r#""perm":6"#);
+        let other = RegisterBody::decode_with_hint(Bytes::from(changed), OPTS, Some(hint)).unwrap();
+        assert_ne!(other.table_digest(), first.table_digest());
+        assert_eq!(
+            other
+                .topics()
+                .unwrap()
+                .nth(1)
+                .unwrap()
+                .parse()
+                .unwrap()
+                .perm,
+            6
+        );
+        let longer = TableHint {
+            len: hint.len + 5,
+            ..hint
+        };
+        let fallback =
+            RegisterBody::decode_with_hint(Bytes::from(next.clone()), OPTS, Some(longer)).unwrap();
+        assert_eq!(fallback.table_digest(), first.table_digest());
+        // What follows a recognised table is still checked.
+        let broken = next.replace(
+            r#""topicQueueMappingDetailMap":{}"#,
+            r#""topicQueueMappingDetailMap":{"#,
+        );
+        assert!(RegisterBody::decode_with_hint(Bytes::from(broken), OPTS, Some(hint)).is_err());
     }
 
     #[test]

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::protocol::body::{BrokerData, DataVersion, MappingInfo, Name, QueueData};
+use crate::protocol::body::{BrokerData, DataVersion, MappingInfo, Name, QueueData, TableHint};
 use crate::state::route_cache::RouteCache;
 
 /// Identifies one client connection; the "channel" of Java's broker-live table.
@@ -106,10 +106,10 @@ pub struct BrokerGroup {
 pub struct Applied {
     /// Digest of the raw body.
     pub digest: u64,
-    /// Digest of the body's topic table, if the routes reflect *every* config in it (a first
-    /// registration or a new data version applies them all; an unchanged version only adds
-    /// missing topics, after which the table is not known to be applied).
-    pub table_digest: Option<u64>,
+    /// The body's topic table (its length and digest), if the routes reflect *every* config
+    /// in it (a first registration or a new data version applies them all; an unchanged
+    /// version only adds missing topics, after which the table is not known to be applied).
+    pub table: Option<TableHint>,
     /// The group's feed generation right after applying it.
     pub feed_generation: u64,
     /// How the body's topics were applied (master / prime slave / acting master).
@@ -253,6 +253,12 @@ impl RouteTable {
             }
             None => false,
         }
+    }
+
+    /// The topic table a broker's last registration applied in full, if any: lets the next
+    /// registration recognise an identical table by its digest.
+    pub fn table_hint(&self, cluster: &str, addr: &str) -> Option<TableHint> {
+        self.live(cluster, addr)?.applied?.table
     }
 
     /// The data version a broker last registered, if it is live.

@@ -68,7 +68,11 @@ impl Model {
     }
 }
 
-fn body(version: i64, topics: &[(usize, i32)]) -> RegisterBody {
+fn body(
+    version: i64,
+    topics: &[(usize, i32)],
+    hint: Option<crate::protocol::body::TableHint>,
+) -> RegisterBody {
     let table: Vec<String> = topics
         .iter()
         .map(|(t, p)| {
@@ -87,7 +91,8 @@ fn body(version: i64, topics: &[(usize, i32)]) -> RegisterBody {
         version: 479,
         max_inflated: 1 << 20,
     };
-    RegisterBody::decode(Bytes::from(json), opts).unwrap()
+    // As the handler does: the broker's previous table is recognised by its digest.
+    RegisterBody::decode_with_hint(Bytes::from(json), opts, hint).unwrap()
 }
 
 fn route_of(t: &RouteTable, topic: &str, cached: bool) -> Option<BTreeSet<(String, i32)>> {
@@ -137,7 +142,7 @@ fn apply(t: &mut RouteTable, m: &mut Model, op: &Op, start: Instant) {
                 enable_acting_master: Some(false),
                 conn: ConnId(*b as u64),
             };
-            let body = body(*version, topics);
+            let body = body(*version, topics, t.table_hint("C", &addr));
             let digest = xxhash_rust::xxh3::xxh3_64(format!("{version}{topics:?}").as_bytes());
             t.register(
                 &reg,

@@ -192,7 +192,7 @@ impl RouteTable {
         let table_unchanged = body.is_some_and(|b| {
             !register_first
                 && previous.and_then(|p| p.applied).is_some_and(|a| {
-                    a.table_digest == Some(b.table_digest())
+                    a.table.map(|t| t.digest) == Some(b.table_digest())
                         && a.mode == mode
                         && Some(a.feed_generation) == group.map(|g| g.feed_generation)
                 })
@@ -394,11 +394,11 @@ impl RouteTable {
             .live
             .get(&key)
             .and_then(|l| l.applied)
-            .and_then(|a| a.table_digest);
-        let (digest, table_digest, filters) = match input {
+            .and_then(|a| a.table);
+        let (digest, table, filters) = match input {
             BodyInput::Decoded { body, digest } => (
                 digest,
-                plan.table_applied.then(|| body.table_digest()),
+                plan.table_applied.then(|| body.table_hint()),
                 body.filter_server_list.as_ref(),
             ),
             BodyInput::Unchanged { digest } => (digest, previous_table, None),
@@ -417,7 +417,7 @@ impl RouteTable {
                 ha_server_addr: reg.ha_server_addr.map(str::to_owned),
                 applied: Some(Applied {
                     digest,
-                    table_digest,
+                    table,
                     feed_generation,
                     mode: plan.mode,
                 }),
