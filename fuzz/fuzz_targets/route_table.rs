@@ -308,21 +308,6 @@ fuzz_target!(|input: (bool, Vec<Op>)| {
                 filter_servers,
                 mapping,
             } => {
-                // Known issue (see README.md, Findings): when two groups of one cluster list
-                // the same address, `unregistration_for` picks one of them in `HashMap` order,
-                // which differs between the two tables (and between processes), so expiry or
-                // a closed connection removes the address from different groups. Such
-                // registrations are skipped unless FUZZ_ROUTE_TABLE_SHARED_ADDRS is set.
-                if !shared_addrs_allowed()
-                    && would_share_address(
-                        &plain,
-                        pick(&BROKERS, *broker),
-                        pick(&CLUSTERS, *cluster),
-                        pick(&ADDRS, *addr),
-                    )
-                {
-                    continue;
-                }
                 let reg = Registration {
                     cluster: pick(&CLUSTERS, *cluster),
                     broker_addr: pick(&ADDRS, *addr),
@@ -459,20 +444,3 @@ fuzz_target!(|input: (bool, Vec<Op>)| {
     }
 });
 
-fn shared_addrs_allowed() -> bool {
-    static ALLOWED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ALLOWED.get_or_init(|| std::env::var_os("FUZZ_ROUTE_TABLE_SHARED_ADDRS").is_some())
-}
-
-/// Whether registering `broker` at `addr` would leave `addr` listed by two groups of the same
-/// cluster (a group keeps the cluster it was created in).
-fn would_share_address(t: &RouteTable, broker: &str, cluster: &str, addr: &str) -> bool {
-    let group_cluster = t
-        .broker(broker)
-        .map_or_else(|| cluster.to_owned(), |g| g.data.cluster.to_string());
-    BROKERS.iter().filter(|b| **b != broker).any(|b| {
-        t.broker(b).is_some_and(|g| {
-            *g.data.cluster == *group_cluster && g.data.addrs.values().any(|a| **a == *addr)
-        })
-    })
-}

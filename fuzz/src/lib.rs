@@ -14,16 +14,22 @@ pub fn json_view(mut cmd: RemotingCommand) -> RemotingCommand {
     cmd
 }
 
-/// What the binary encoding can carry: empty strings read back as absent, and an ext block
-/// without a non-empty entry is written with length 0, i.e. absent.
+/// What the binary encoding can carry: keys longer than a signed 16-bit length are not
+/// written; an ext block with no entry written has length 0, i.e. is absent; empty strings
+/// read back as absent (and such entries are dropped).
 pub fn binary_view(mut cmd: RemotingCommand) -> RemotingCommand {
     cmd.remark = cmd.remark.filter(|r| !r.is_empty());
     cmd.ext_fields = cmd.ext_fields.and_then(|f| {
-        let kept: ExtFields = f
+        let written: Vec<(&str, &str)> = f
             .iter()
-            .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+            .filter(|(k, _)| k.len() <= i16::MAX as usize)
             .collect();
-        (!kept.is_empty()).then_some(kept)
+        (!written.is_empty()).then(|| {
+            written
+                .into_iter()
+                .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+                .collect::<ExtFields>()
+        })
     });
     cmd
 }
