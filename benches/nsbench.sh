@@ -3,7 +3,8 @@
 # when installed, rocketmq-rust's name server, each pinned to CPU 0 with the load on CPU 1.
 # Prints one nsbench JSON line per run and a summary table (ratios against nslimit).
 #
-#   benches/nsbench.sh [workload ...]      # default: route route-rocketmq hot-route mixed register heartbeat hold hold-1m
+#   benches/nsbench.sh [workload ...]
+#   # default: route route-rocketmq hot-route mixed route-reregister register heartbeat hold hold-1m
 #
 # Environment: NSBENCH_SRC (default ../shared/tools/nsbench), NSBENCH_TARGET (~/.cache/nsbench),
 # RMQ_RUST_BIN (~/.cache/rmq-rust/bin/rocketmq-namesrv-rust; skipped when absent),
@@ -73,19 +74,25 @@ run() { # label kind workload nsbench-args...
   local label=$1 kind=$2; shift 2
   PORT=$((PORT + 1))
   start_server "$kind" "$PORT"
-  (pin 1 "$B/nsbench" --addr "127.0.0.1:$PORT" --pid "$SERVER_PID" --duration "$DURATION" --label "$label" "$@") \
+  (pin 1 "$B/nsbench" --addr "127.0.0.1:$PORT" --pid "$SERVER_PID" --duration "$RUN_DURATION" --label "$label" "$@") \
     | tee -a "$OUT"
   stop_server
 }
 
 WORKLOADS=("$@")
-[ ${#WORKLOADS[@]} -gt 0 ] || WORKLOADS=(route route-rocketmq hot-route mixed register heartbeat hold hold-1m)
+[ ${#WORKLOADS[@]} -gt 0 ] || WORKLOADS=(route route-rocketmq hot-route mixed route-reregister register heartbeat hold hold-1m)
 for w in "${WORKLOADS[@]}"; do
   BROKERS=4
+  RUN_DURATION=$DURATION
   case $w in
     route) args=(--workload route) ;;
     route-rocketmq) args=(--workload route --ser rocketmq) ;;
+    # The same lookups at a quarter of the concurrency (32 in flight): latency below saturation.
+    route-light) args=(--workload route --pipeline 1) ;;
     hot-route) args=(--workload hot-route) ;;
+    # Routes while 4 brokers of 10 k topics each re-register (nsbench re-registers its brokers
+    # every 30 s, so the run must outlast that).
+    route-reregister) args=(--workload route --topics 10000); RUN_DURATION=$(( DURATION > 40 ? DURATION : 40 )) ;;
     mixed) args=(--workload mixed) ;;
     register) args=(--workload register --topics 10000 --brokers 1 --conns 4 --pipeline 1); BROKERS=1 ;;
     heartbeat) args=(--workload heartbeat --topics 10000 --brokers 1 --conns 4 --pipeline 1); BROKERS=1 ;;
