@@ -10,7 +10,7 @@
 use std::net::SocketAddr;
 
 use bytes::BytesMut;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::time::{Instant, Sleep};
@@ -22,11 +22,9 @@ use crate::handlers::Context;
 use crate::protocol::{DecodeError, decode_frame, encode_frame, split_frame};
 use crate::state::{ConnId, Namesrv};
 
-/// Read buffer size of a connection. Small: most connections are idle clients whose requests
-/// are a few hundred bytes; a large frame grows the buffer to its size (see `split_frame`).
+/// Read buffer size of a connection. Small: most requests are a few hundred bytes; a large
+/// frame grows the buffer to its size (see `split_frame`).
 const READ_CHUNK: usize = 4 * 1024;
-/// Buffers that grew past this for one large frame are released afterwards.
-const KEEP_CAPACITY: usize = 256 * 1024;
 
 /// Why a connection ended.
 enum End {
@@ -43,8 +41,6 @@ struct Conn<'a> {
     conn: ConnId,
     peer: SocketAddr,
     registered_broker: bool,
-    /// A frame larger than `KEEP_CAPACITY` was read since the input buffer was last renewed.
-    large_frame: bool,
 }
 
 /// Serves one connection until it closes, fails, idles out or `cancel` fires.
@@ -64,7 +60,6 @@ pub(super) async fn serve(
         conn,
         peer,
         registered_broker: false,
-        large_frame: false,
     };
     let end = c.run(&mut reader, &mut writer, &cancel).await;
     match &end {
@@ -88,7 +83,10 @@ impl Conn<'_> {
         writer: &mut OwnedWriteHalf,
         cancel: &CancellationToken,
     ) -> End {
-        let mut input = BytesMut::with_capacity(READ_CHUNK);
+        // Both buffers are released whenever they are empty, so a connection waiting for its
+        // next request holds no buffer at all: ten thousand polling clients cost only their
+        // sockets and tasks. A large frame's buffer is freed as soon as it has been handled.
+        let mut input = BytesMut::new();
         let mut output = BytesMut::new();
         let idle = self.config.idle_timeout;
         let far = || Instant::now() + std::time::Duration::from_secs(86_400 * 365);
@@ -108,14 +106,9 @@ impl Conn<'_> {
             if let Err(e) = handled.and(written) {
                 return e;
             }
-            // A large frame was split off `input`'s buffer, which `input` still shares even
-            // with no capacity left: start a fresh buffer so the large one can be freed.
-            if input.is_empty() && (self.large_frame || input.capacity() > KEEP_CAPACITY) {
-                input = BytesMut::with_capacity(READ_CHUNK);
-                self.large_frame = false;
-            }
-            if output.capacity() > KEEP_CAPACITY {
-                output = BytesMut::new();
+            output = BytesMut::new();
+            if input.is_empty() {
+                input = BytesMut::new();
             }
             if draining {
                 return End::Cancelled;
@@ -125,27 +118,31 @@ impl Conn<'_> {
                 draining = true;
                 continue;
             }
-            // Once requests have been split off the front, this moves the (usually empty)
-            // remainder back to the start of the buffer instead of letting reads walk through
-            // fresh memory: an idle connection keeps touching the same page.
-            if input.capacity() - input.len() < READ_CHUNK {
-                input.reserve(READ_CHUNK);
-            }
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => {
                     drain(reader, &mut input);
                     draining = true;
                 }
-                read = reader.read_buf(&mut input) => match read {
-                    Ok(0) => return End::Eof,
-                    Ok(_) => {
-                        if let Some(d) = idle {
-                            sleep.as_mut().reset(Instant::now() + d);
-                        }
+                // Wait for bytes before taking a buffer for them.
+                ready = reader.readable() => {
+                    if let Err(e) = ready {
+                        return End::Io(e);
                     }
-                    Err(e) => return End::Io(e),
-                },
+                    if input.capacity() - input.len() < READ_CHUNK {
+                        input.reserve(READ_CHUNK);
+                    }
+                    match reader.try_read_buf(&mut input) {
+                        Ok(0) => return End::Eof,
+                        Ok(_) => {
+                            if let Some(d) = idle {
+                                sleep.as_mut().reset(Instant::now() + d);
+                            }
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        Err(e) => return End::Io(e),
+                    }
+                }
                 _ = &mut sleep => return End::Idle,
             }
         }
@@ -162,7 +159,6 @@ impl Conn<'_> {
         while let Some(frame) =
             split_frame(input, self.config.frame_limits).map_err(End::Malformed)?
         {
-            self.large_frame |= frame.len() > KEEP_CAPACITY;
             let (request, _) = decode_frame(frame).map_err(End::Malformed)?;
             let mut ctx = Context {
                 state: &self.state,
@@ -220,6 +216,5 @@ async fn write_or_idle(
             _ = &mut sleep => return Err(End::Idle),
         }
     }
-    output.clear();
     Ok(())
 }
