@@ -13,6 +13,7 @@ mod conf;
 mod crash;
 mod kv;
 mod protocol;
+mod restart;
 mod scale;
 mod shutdown;
 mod topics;
