@@ -137,12 +137,13 @@ fn short_escape(c: char) -> Option<u8> {
 }
 
 /// fastjson's default escaping: `"` `\` and the usual short escapes, `\u00XX` for other
-/// control characters and for U+007F..=U+009F; everything else literal.
+/// control characters and for U+007F..=U+009F, `\u2028` and `\u2029` for the line and
+/// paragraph separators; everything else literal.
 fn escape_legacy(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     let clean = bytes
         .iter()
-        .all(|&b| b >= 0x20 && b != b'"' && b != b'\\' && b != 0x7F && b != 0xC2);
+        .all(|&b| b >= 0x20 && b != b'"' && b != b'\\' && b != 0x7F && b != 0xC2 && b != 0xE2);
     if clean {
         out.extend_from_slice(bytes);
         return;
@@ -151,7 +152,11 @@ fn escape_legacy(out: &mut Vec<u8>, s: &str) {
         if let Some(e) = short_escape(c) {
             out.push(b'\\');
             out.push(e);
-        } else if (c as u32) < 0x20 || (0x7F..0xA0).contains(&(c as u32)) {
+        } else if (c as u32) < 0x20
+            || (0x7F..0xA0).contains(&(c as u32))
+            || c == '\u{2028}'
+            || c == '\u{2029}'
+        {
             push_unicode_escape(out, c as u16);
         } else {
             let mut buf = [0u8; 4];
@@ -203,6 +208,14 @@ mod tests {
             w.string("a\"b\\c\nd/é\u{1}\u{7f}\u{a0}")
         });
         assert_eq!(s, "\"a\\\"b\\\\c\\nd/é\\u0001\\u007F\u{a0}\"");
+    }
+
+    #[test]
+    fn legacy_escapes_the_line_and_paragraph_separators_only() {
+        let s = write(JsonStyle::Legacy, |w| {
+            w.string("a\u{2028}b\u{2029}c\u{2027}\u{202a}")
+        });
+        assert_eq!(s, "\"a\\u2028b\\u2029c\u{2027}\u{202a}\"");
     }
 
     #[test]
