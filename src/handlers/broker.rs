@@ -27,6 +27,12 @@ fn bad_body(e: impl std::fmt::Display) -> HandlerError {
     ))
 }
 
+/// A refused registration. Java builds the response from the (empty) response header, so
+/// it carries `"extFields":{}` like a successful one.
+fn failed(remark: &str) -> RemotingCommand {
+    RemotingCommand::error(response::SYSTEM_ERROR, remark).with_ext_fields(ExtFields::new())
+}
+
 /// REGISTER_BROKER.
 pub fn register(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let f = Fields(req);
@@ -35,10 +41,10 @@ pub fn register(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let cluster = f.required("clusterName")?;
     let ha_server_addr = f.required("haServerAddr")?;
     let broker_id = f.required_i64("brokerId")?;
-    let heartbeat_timeout_millis = f.optional_i64("heartbeatTimeoutMillis")?;
+    let heartbeat_timeout_millis = f.optional_i64("heartbeatTimeoutMillis");
     let enable_acting_master = f.optional_bool("enableActingMaster");
     let compressed = f.optional_bool("compressed").unwrap_or(false);
-    let body_crc32 = f.optional_i32("bodyCrc32")?.unwrap_or(0);
+    let body_crc32 = f.optional_i32("bodyCrc32").unwrap_or(0);
 
     let raw = req.body.clone().unwrap_or_default();
     if body_crc32 != 0 && (crc32fast::hash(&raw) & 0x7FFF_FFFF) as i32 != body_crc32 {
@@ -47,14 +53,20 @@ pub fn register(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
             addr = broker_addr,
             "registration rejected: crc32 not match"
         );
-        return Ok(RemotingCommand::error(
-            response::SYSTEM_ERROR,
-            "crc32 not match",
-        ));
+        return Ok(failed("crc32 not match"));
+    }
+    if req.version < 0 {
+        // Java looks the version up in its version table, fails on a negative index and
+        // answers the exception; no broker sends one.
+        return Err(HandlerError::BadBody(format!(
+            "java.lang.ArrayIndexOutOfBoundsException: invalid request version {}",
+            req.version
+        )));
     }
     // The digest identifies "the same body read the same way".
-    let format =
-        (req.version >= version::V3_0_11) as u64 + (req.version >= version::V5_0_0) as u64 * 2;
+    let format = (req.version >= version::V3_0_11) as u64
+        + (req.version >= version::V5_0_0) as u64 * 2
+        + compressed as u64 * 4;
     let digest = xxhash_rust::xxh3::xxh3_64_with_seed(&raw, format);
 
     let registration = Registration {
@@ -112,10 +124,7 @@ pub fn register(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let mut fields = ExtFields::new();
     match outcome {
         RegisterOutcome::Rejected => {
-            return Ok(RemotingCommand::error(
-                response::SYSTEM_ERROR,
-                "register broker failed",
-            ));
+            return Ok(failed("register broker failed"));
         }
         RegisterOutcome::Registered {
             master_addr,
@@ -168,7 +177,8 @@ pub fn query_data_version(ctx: &mut Context<'_>, req: &RemotingCommand) -> Handl
     let addr = f.required("brokerAddr")?;
     let cluster = f.required("clusterName")?;
     f.required_i64("brokerId")?;
-    let sent = match &req.body {
+    // fastjson reads a `null` document, a blank one and invalid UTF-8 as no version at all.
+    let sent = match req.body.as_deref().filter(|b| !is_json_null(b)) {
         Some(body) => Some(
             DataVersion::from_json(body)
                 .map_err(|e| HandlerError::BadBody(format!("bad DataVersion body: {e}")))?,
@@ -192,6 +202,17 @@ pub fn query_data_version(ctx: &mut Context<'_>, req: &RemotingCommand) -> Handl
         resp = resp.with_body(Bytes::from(stored.to_json()));
     }
     Ok(resp)
+}
+
+/// Whether fastjson would decode `body` to null: invalid UTF-8, blank, or `null`.
+fn is_json_null(body: &[u8]) -> bool {
+    match std::str::from_utf8(body) {
+        Ok(text) => matches!(
+            text.trim_matches(|c: char| c.is_ascii_whitespace()),
+            "" | "null"
+        ),
+        Err(_) => true,
+    }
 }
 
 /// GET_BROKER_MEMBER_GROUP. Java leaves its placeholder remark on this success response.

@@ -55,18 +55,28 @@ impl<'a> Fields<'a> {
         Self::parse(name, self.required(name)?)
     }
 
-    /// An optional `Long` field.
-    pub fn optional_i64(&self, name: &'static str) -> Result<Option<i64>, HandlerError> {
-        self.optional(name)
-            .map(|v| Self::parse(name, v))
-            .transpose()
+    /// An optional `Long` field. As in Java, a value that does not parse is ignored, as if
+    /// absent (Java logs it and keeps the header's default).
+    pub fn optional_i64(&self, name: &'static str) -> Option<i64> {
+        self.optional_number(name)
     }
 
-    /// An optional `Integer` field.
-    pub fn optional_i32(&self, name: &'static str) -> Result<Option<i32>, HandlerError> {
-        self.optional(name)
-            .map(|v| Self::parse(name, v))
-            .transpose()
+    /// An optional `Integer` field, read like [`Fields::optional_i64`].
+    pub fn optional_i32(&self, name: &'static str) -> Option<i32> {
+        self.optional_number(name)
+    }
+
+    fn optional_number<T: std::str::FromStr>(&self, name: &'static str) -> Option<T> {
+        let value = self.optional(name)?;
+        let parsed = Self::parse(name, value);
+        if parsed.is_err() {
+            tracing::debug!(
+                field = name,
+                value,
+                "ignoring an optional field that does not parse"
+            );
+        }
+        parsed.ok()
     }
 
     /// An optional `Boolean` field, read as Java's `Boolean.parseBoolean` (only a

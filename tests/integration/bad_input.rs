@@ -106,6 +106,26 @@ async fn invalid_bodies_are_system_errors_and_change_nothing() {
         )
         .await;
     assert_eq!(qdv.code, response::SYSTEM_ERROR);
+    // What fastjson decodes to null is no version at all: changed, as for an absent body.
+    for body in [&b"null"[..], b" ", b"\xff{}"] {
+        let qdv = c
+            .call(
+                request::QUERY_DATA_VERSION,
+                &[
+                    ("brokerName", "b"),
+                    ("brokerAddr", "a"),
+                    ("clusterName", "c"),
+                    ("brokerId", "0"),
+                ],
+                Some(body),
+            )
+            .await;
+        assert_eq!(
+            (qdv.code, qdv.ext("changed")),
+            (0, Some("true")),
+            "{body:?}"
+        );
+    }
     let upd = c
         .call(request::UPDATE_NAMESRV_CONFIG, &[], Some(b"\xff\xfe=\xfd"))
         .await;

@@ -375,6 +375,8 @@ async fn first_registration_with_a_single_topic_is_refused_like_java() {
         (resp.code, resp.remark.as_deref()),
         (response::SYSTEM_ERROR, Some("register broker failed"))
     );
+    // Java answers from its (empty) response header: `"extFields":{}` is on the wire.
+    assert_eq!(resp.ext_fields.map(|f| f.len()), Some(0));
 }
 
 #[tokio::test]
@@ -412,10 +414,32 @@ async fn missing_and_invalid_fields_are_clear_errors() {
         )
         .await;
     assert_eq!(resp.code, response::SYSTEM_ERROR);
+    // Java fails on a negative version before reading the body.
+    broker.version = -1;
+    let body = register_body(1, &["A", "B"]);
+    let resp = broker
+        .call(
+            request::REGISTER_BROKER,
+            &register_ext("broker-a", "10.0.0.1:10911", "0"),
+            Some(&body),
+        )
+        .await;
+    assert_eq!(resp.code, response::SYSTEM_ERROR);
+    broker.version = 479;
     assert_eq!(
         route(&mut broker, "A").await.code,
         response::TOPIC_NOT_EXIST
     );
+    // Optional fields that do not parse are ignored, as Java ignores them: no CRC check,
+    // the default timeout.
+    let mut ext = register_ext("broker-a", "10.0.0.1:10911", "0");
+    ext.push(("bodyCrc32", "3000000000"));
+    ext.push(("heartbeatTimeoutMillis", "10s"));
+    let resp = broker
+        .call(request::REGISTER_BROKER, &ext, Some(&body))
+        .await;
+    assert_eq!(resp.code, 0, "{:?}", resp.remark);
+    assert_eq!(route(&mut broker, "A").await.code, 0);
 }
 
 #[tokio::test]

@@ -243,14 +243,16 @@ impl RegisterBody {
                         }
                         "topicConfigSerializeWrapper" => {
                             if !s.take_null() {
-                                body.read_wrapper(&mut s, &source, hint)?;
+                                body.read_wrapper(&mut s, &source, hint, true)?;
                             }
                         }
                         _ => s.skip_value()?,
                     }
                 }
             } else {
-                body.read_wrapper(&mut s, &source, hint)?;
+                // A broker older than 3.0.11 sends the bare topic-config wrapper, which Java
+                // reads without static-topic mappings.
+                body.read_wrapper(&mut s, &source, hint, false)?;
             }
             s.end()?;
         }
@@ -263,6 +265,7 @@ impl RegisterBody {
         s: &mut Scanner<'_>,
         source: &[u8],
         hint: Option<TableHint>,
+        with_mappings: bool,
     ) -> Result<()> {
         let mut it = s.begin_object()?;
         while let Some(key) = s.next_key(&mut it)? {
@@ -289,7 +292,7 @@ impl RegisterBody {
                         self.table = Some(span);
                     }
                 }
-                "topicQueueMappingInfoMap" => {
+                "topicQueueMappingInfoMap" if with_mappings => {
                     if !s.take_null() {
                         let mut map = s.begin_object()?;
                         while let Some(topic) = s.next_key(&mut map)? {
@@ -515,7 +518,8 @@ mod tests {
         let body = RegisterBody::decode(Bytes::from(body49), OPTS).unwrap();
         assert_eq!(body.data_version.state_version, 0);
         assert_eq!(body.filter_server_list, Some(vec!["f:1".to_owned()]));
-        let old = r#"{"dataVersion":{"counter":2,"timestamp":5},"topicConfigTable":{}}"#;
+        // The bare wrapper of a pre-3.0.11 broker: Java's class for it has no mappings.
+        let old = r#"{"dataVersion":{"counter":2,"timestamp":5},"topicConfigTable":{},"topicQueueMappingInfoMap":{"T":{"bname":"b","totalQueues":1,"epoch":0}}}"#;
         let opts = DecodeOptions {
             version: 36,
             ..OPTS
@@ -523,6 +527,7 @@ mod tests {
         let body = RegisterBody::decode(Bytes::from(old), opts).unwrap();
         assert_eq!(body.filter_server_list, None);
         assert_eq!(body.topic_count().unwrap(), 0);
+        assert!(body.mappings.is_empty());
     }
 
     #[test]
