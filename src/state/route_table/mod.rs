@@ -114,6 +114,9 @@ pub struct Applied {
     pub feed_generation: u64,
     /// How the body's topics were applied (master / prime slave / acting master).
     pub mode: u64,
+    /// Whether `deleteTopicWithBrokerRegistration` was on, so topics missing from the table
+    /// were dropped; switching it on makes the next registration do that work.
+    pub prunes: bool,
 }
 
 /// Java's `BrokerLiveInfo`: when a broker was last heard from, and on which connection.

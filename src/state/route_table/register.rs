@@ -115,6 +115,8 @@ struct Plan {
     updates: Vec<(String, QueueData, u64)>,
     /// Topics to drop this group from (`deleteTopicWithBrokerRegistration`).
     deletions: Vec<Name>,
+    /// `deleteTopicWithBrokerRegistration` was on.
+    prunes: bool,
 }
 
 impl RouteTable {
@@ -165,6 +167,7 @@ impl RouteTable {
             _ => MODE_NONE,
         };
         let previous = self.live.get(key);
+        let prunes = settings.delete_topic_with_broker_registration;
         let (data_version, body) = match input {
             BodyInput::Decoded { body, .. } => (body.data_version, Some(body)),
             BodyInput::Unchanged { digest } => {
@@ -174,6 +177,7 @@ impl RouteTable {
                             a.digest == digest
                                 && a.feed_generation == group.map_or(0, |g| g.feed_generation)
                                 && a.mode == mode
+                                && a.prunes == prunes
                         })
                 });
                 match unchanged {
@@ -194,6 +198,7 @@ impl RouteTable {
                 && previous.and_then(|p| p.applied).is_some_and(|a| {
                     a.table.map(|t| t.digest) == Some(b.table_digest())
                         && a.mode == mode
+                        && a.prunes == prunes
                         && Some(a.feed_generation) == group.map(|g| g.feed_generation)
                 })
         });
@@ -217,7 +222,9 @@ impl RouteTable {
                     continue;
                 }
                 let config = src.parse().map_err(RegisterBodyError::from)?;
-                // Java would throw on a config without a name and register the rest.
+                // Java throws on a config without a name and stops half-way, still answering
+                // SUCCESS but leaving the broker without a live entry; skipping the nameless
+                // config keeps the registration whole (README, Compatibility).
                 let Some(topic) = config.topic_name else {
                     continue;
                 };
@@ -259,6 +266,7 @@ impl RouteTable {
             table_applied,
             updates,
             deletions,
+            prunes,
         })
     }
 
@@ -420,6 +428,7 @@ impl RouteTable {
                     table,
                     feed_generation,
                     mode: plan.mode,
+                    prunes: plan.prunes,
                 }),
             },
         );
@@ -845,6 +854,35 @@ mod tests {
         .unwrap();
         assert!(t.topic("C").is_none());
         assert!(t.topic("A").is_some());
+    }
+
+    #[test]
+    fn switching_delete_topic_with_broker_registration_on_prunes_at_the_next_heartbeat() {
+        let mut t = RouteTable::new();
+        let r = reg("broker-a", "a:1", 0, 1);
+        register(&mut t, &r, &body(1, &["A", "B", "C"]), now());
+        let b = body(2, &["A", "B"]);
+        register(&mut t, &r, &b, now());
+        assert!(t.topic("C").is_some(), "kept while the flag is off");
+        // The broker re-sends the very same body after the operator switched the flag on:
+        // Java drops C then, so the unchanged-body shortcuts must not apply.
+        let settings = RegisterSettings {
+            delete_topic_with_broker_registration: true,
+        };
+        let unchanged = BodyInput::Unchanged { digest: b.digest() };
+        assert!(matches!(
+            t.register(&r, unchanged, &settings, now()),
+            Err(RegisterError::NeedsBody)
+        ));
+        let decoded = BodyInput::Decoded {
+            body: &b,
+            digest: b.digest(),
+        };
+        t.register(&r, decoded, &settings, now()).unwrap();
+        assert!(t.topic("C").is_none());
+        assert!(t.topic("A").is_some());
+        // Pruned once, the same body is again recognised without being read.
+        assert!(t.register(&r, unchanged, &settings, now()).is_ok());
     }
 
     #[test]
