@@ -164,7 +164,7 @@ impl Config {
         .into_iter()
         .map(str::to_owned)
         .collect();
-        black_list.extend(settings.config_black_list.split(';').map(str::to_owned));
+        black_list.extend(java_split(&settings.config_black_list, ';').map(str::to_owned));
         Ok(Config {
             settings,
             extra,
@@ -257,6 +257,18 @@ impl Config {
     }
 }
 
+/// Java's `String.split` on one character: trailing empty parts are dropped, except that an
+/// empty string gives one empty part.
+fn java_split(text: &str, sep: char) -> impl Iterator<Item = &str> {
+    let mut parts: Vec<&str> = text.split(sep).collect();
+    if !text.is_empty() {
+        while parts.last() == Some(&"") {
+            parts.pop();
+        }
+    }
+    parts.into_iter()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,6 +282,15 @@ mod tests {
 
     fn props(text: &str) -> Vec<(String, String)> {
         properties::parse(text).unwrap()
+    }
+
+    #[test]
+    fn black_list_splits_like_java() {
+        let split = |t| java_split(t, ';').collect::<Vec<_>>();
+        assert_eq!(split("a;b;"), ["a", "b"]);
+        assert_eq!(split("a;;b;;"), ["a", "", "b"]);
+        assert_eq!(split(""), [""]);
+        assert!(split(";;").is_empty());
     }
 
     #[test]

@@ -76,18 +76,37 @@ impl fmt::Display for ValueError {
 
 /// A setting's type: how its text is parsed and rendered.
 pub trait SettingValue: Sized {
-    /// Parses a value. Numbers are trimmed; booleans accept `true`/`false` in any case.
+    /// Parses a value. Strings are trimmed as Java trims them; numbers and booleans are not
+    /// (booleans accept `true`/`false` in any case).
     fn parse_setting(text: &str) -> Result<Self, ValueError>;
     /// The text Java would print, or `None` for an unset (null) value.
     fn render_setting(&self) -> Option<String>;
 }
 
+/// Java's `String.trim`: strips every character up to U+0020, control characters included.
+fn java_trim(text: &str) -> &str {
+    text.trim_matches(|c: char| c <= ' ')
+}
+
+fn blank_hint(text: &str) -> &'static str {
+    if java_trim(text).len() != text.len() {
+        " (the value has leading or trailing blanks)"
+    } else {
+        ""
+    }
+}
+
 impl SettingValue for bool {
     fn parse_setting(text: &str) -> Result<Self, ValueError> {
-        match text.trim() {
+        // Not trimmed: Java's `Boolean.parseBoolean("true ")` is false, so a value with
+        // surrounding blanks is refused rather than read either way.
+        match text {
             t if t.eq_ignore_ascii_case("true") => Ok(true),
             t if t.eq_ignore_ascii_case("false") => Ok(false),
-            _ => Err(ValueError("expected true or false".into())),
+            _ => Err(ValueError(format!(
+                "expected true or false{}",
+                blank_hint(text)
+            ))),
         }
     }
     fn render_setting(&self) -> Option<String> {
@@ -99,8 +118,14 @@ macro_rules! int_setting {
     ($($t:ty),*) => {$(
         impl SettingValue for $t {
             fn parse_setting(text: &str) -> Result<Self, ValueError> {
-                text.trim().parse::<$t>().map_err(|_| {
-                    ValueError(format!("expected an integer between {} and {}", <$t>::MIN, <$t>::MAX))
+                // Not trimmed, as Java's `parseInt` does not trim.
+                text.parse::<$t>().map_err(|_| {
+                    ValueError(format!(
+                        "expected an integer between {} and {}{}",
+                        <$t>::MIN,
+                        <$t>::MAX,
+                        blank_hint(text)
+                    ))
                 })
             }
             fn render_setting(&self) -> Option<String> {
@@ -113,7 +138,7 @@ int_setting!(i32, i64);
 
 impl SettingValue for String {
     fn parse_setting(text: &str) -> Result<Self, ValueError> {
-        Ok(text.trim().to_owned())
+        Ok(java_trim(text).to_owned())
     }
     fn render_setting(&self) -> Option<String> {
         Some(self.clone())
@@ -122,7 +147,7 @@ impl SettingValue for String {
 
 impl SettingValue for Option<String> {
     fn parse_setting(text: &str) -> Result<Self, ValueError> {
-        Ok(Some(text.trim().to_owned()))
+        Ok(Some(java_trim(text).to_owned()))
     }
     fn render_setting(&self) -> Option<String> {
         self.clone()
@@ -374,16 +399,21 @@ mod tests {
     #[test]
     fn set_parses_by_type() {
         let mut s = Settings::defaults(&env());
-        assert_eq!(s.set("listenPort", " 9877 "), Ok(true));
+        assert_eq!(s.set("listenPort", "9877"), Ok(true));
         assert_eq!(s.listen_port, 9877);
+        // Java parses numbers and booleans untrimmed: `true ` would be false there.
+        assert!(s.set("listenPort", "9878 ").is_err());
+        assert!(s.set("orderMessageEnable", "true ").is_err());
         assert_eq!(s.set("orderMessageEnable", "TRUE"), Ok(true));
         assert!(s.order_message_enable);
         assert!(s.set("orderMessageEnable", "yes").is_err());
         assert!(s.set("listenPort", "98x").is_err());
         assert!(s.set("listenPort", "99999999999").is_err());
         assert_eq!(s.set("noSuchKey", "1"), Ok(false));
-        assert_eq!(s.set("bindAddress", " 127.0.0.1 "), Ok(true));
+        assert_eq!(s.set("bindAddress", " 127.0.0.1\u{1} "), Ok(true));
         assert_eq!(s.bind_address, "127.0.0.1");
+        assert_eq!(s.set("productEnvName", "x\u{a0}"), Ok(true));
+        assert_eq!(s.product_env_name, "x\u{a0}");
         s.listen_port = 70000;
         assert_eq!(s.validate().unwrap_err().0, "listenPort");
     }
