@@ -3,7 +3,8 @@
 //! A file is replaced by writing a sibling temporary file, syncing it, and renaming it over
 //! the original, then syncing the directory; a crash at any moment leaves either the old or
 //! the new content. The previous content is kept as `<file>.bak` (as Java does) by linking
-//! the old file under that name before the rename.
+//! the old file under that name before the rename. Like Java, which writes in place, an
+//! update keeps the file's permissions and writes through a symbolic link to its target.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -45,39 +46,62 @@ pub fn replace_keeping_backup(path: &Path, content: &[u8]) -> io::Result<()> {
     replace_with(path, content, false)
 }
 
+/// The file `path` names: the target of a symbolic link (followed to its end, even when
+/// the target does not exist yet), else `path` itself.
+fn resolve(path: &Path) -> PathBuf {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        let is_link = fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink());
+        let Some(target) = is_link.then(|| fs::read_link(&p).ok()).flatten() else {
+            break;
+        };
+        p = match p.parent() {
+            Some(dir) if target.is_relative() => dir.join(target),
+            _ => target,
+        };
+    }
+    p
+}
+
 fn replace_with(path: &Path, content: &[u8], backup: bool) -> io::Result<()> {
-    let dir = path
+    let real = resolve(path);
+    let dir = real
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     fs::create_dir_all(dir)?;
-    let tmp = temp_path(path);
+    let tmp = temp_path(&real);
+    let old = fs::metadata(&real).ok();
     {
         let mut f = OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
             .open(&tmp)?;
+        if let Some(old) = &old {
+            f.set_permissions(old.permissions())?;
+        }
         f.write_all(content)?;
         f.sync_all()?;
     }
-    if backup && path.exists() {
+    // The backup sits beside the name the operator configured, as Java's does.
+    if backup && old.is_some() {
         let bak = backup_path(path);
         let bak_tmp = with_suffix(&bak, ".tmp");
         let _ = fs::remove_file(&bak_tmp);
-        if fs::hard_link(path, &bak_tmp).is_err() {
-            fs::copy(path, &bak_tmp)?;
+        if fs::hard_link(&real, &bak_tmp).is_err() {
+            fs::copy(&real, &bak_tmp)?;
             File::open(&bak_tmp)?.sync_all()?;
         }
         fs::rename(&bak_tmp, &bak)?;
     }
-    fs::rename(&tmp, path)?;
+    fs::rename(&tmp, &real)?;
     sync_dir(dir)
 }
 
 /// Removes a temporary file left by an interrupted [`replace`], if any.
 pub fn remove_stale_temp(path: &Path) {
-    let _ = fs::remove_file(temp_path(path));
+    let _ = fs::remove_file(temp_path(&resolve(path)));
     let _ = fs::remove_file(with_suffix(&backup_path(path), ".tmp"));
 }
 
@@ -98,5 +122,34 @@ mod tests {
         replace(&path, b"three").unwrap();
         assert_eq!(fs::read(backup_path(&path)).unwrap(), b"two");
         assert!(!temp_path(&path).exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn writes_through_a_symlink_and_keeps_the_permissions() {
+        use std::os::unix::fs::{PermissionsExt, symlink};
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("real/ns.conf");
+        fs::create_dir_all(target.parent().unwrap()).unwrap();
+        fs::write(&target, "one").unwrap();
+        fs::set_permissions(&target, fs::Permissions::from_mode(0o640)).unwrap();
+        let link = dir.path().join("link.conf");
+        symlink("real/ns.conf", &link).unwrap();
+        replace(&link, b"two").unwrap();
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(fs::read(&target).unwrap(), b"two");
+        let mode = fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
+        assert_eq!(fs::read(backup_path(&link)).unwrap(), b"one");
+        // A dangling link gets its target created, as writing through it would.
+        let dangling = dir.path().join("dangling.json");
+        symlink("real/kv.json", &dangling).unwrap();
+        replace(&dangling, b"kv").unwrap();
+        assert_eq!(fs::read(dir.path().join("real/kv.json")).unwrap(), b"kv");
     }
 }
