@@ -7,7 +7,7 @@ use super::{Context, Fields, HandlerResult};
 use crate::error::HandlerError;
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::protocol::body::lists::broker_member_group;
-use crate::protocol::body::{DataVersion, DecodeOptions, RegisterBody};
+use crate::protocol::body::{DataVersion, DecodeOptions, RegisterBody, lenient};
 use crate::protocol::code::{response, version};
 use crate::protocol::{ExtFields, RemotingCommand};
 use crate::state::route_table::register::{
@@ -178,7 +178,7 @@ pub fn query_data_version(ctx: &mut Context<'_>, req: &RemotingCommand) -> Handl
     let cluster = f.required("clusterName")?;
     f.required_i64("brokerId")?;
     // fastjson reads a `null` document, a blank one and invalid UTF-8 as no version at all.
-    let sent = match req.body.as_deref().filter(|b| !is_json_null(b)) {
+    let sent = match req.body.as_deref().filter(|b| !lenient::reads_as_null(b)) {
         Some(body) => Some(
             DataVersion::from_json(body)
                 .map_err(|e| HandlerError::BadBody(format!("bad DataVersion body: {e}")))?,
@@ -202,17 +202,6 @@ pub fn query_data_version(ctx: &mut Context<'_>, req: &RemotingCommand) -> Handl
         resp = resp.with_body(Bytes::from(stored.to_json()));
     }
     Ok(resp)
-}
-
-/// Whether fastjson would decode `body` to null: invalid UTF-8, blank, or `null`.
-fn is_json_null(body: &[u8]) -> bool {
-    match std::str::from_utf8(body) {
-        Ok(text) => matches!(
-            text.trim_matches(|c: char| c.is_ascii_whitespace()),
-            "" | "null"
-        ),
-        Err(_) => true,
-    }
 }
 
 /// GET_BROKER_MEMBER_GROUP. Java leaves its placeholder remark on this success response.

@@ -5,6 +5,7 @@
 use super::{Context, Fields, HandlerResult};
 use crate::error::HandlerError;
 use crate::protocol::RemotingCommand;
+use crate::protocol::body::lenient;
 use crate::protocol::body::lists::topic_list;
 use crate::protocol::body::route::decode_queue_datas;
 use crate::protocol::code::response;
@@ -61,7 +62,8 @@ pub fn delete(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
 /// REGISTER_TOPIC_IN_NAMESRV: only the body's `queueDatas` are used.
 pub fn register(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let topic = Fields(req).required("topic")?;
-    if let Some(body) = &req.body {
+    // A body fastjson reads as null (invalid UTF-8, blank, `null`) registers nothing.
+    if let Some(body) = req.body.as_deref().filter(|b| !lenient::reads_as_null(b)) {
         let queue_datas = decode_queue_datas(body)
             .map_err(|e| HandlerError::BadBody(format!("Failed to decode TopicRouteData: {e}")))?;
         ctx.state.routes_mut().register_topic(topic, &queue_datas);

@@ -221,4 +221,23 @@ async fn delete_and_register_topics() {
         )
         .await;
     assert_eq!(bad.code, response::SYSTEM_ERROR);
+    // What fastjson reads as null registers nothing and succeeds; so does a list that
+    // breaks off at a null entry for a new topic.
+    let invalid_utf8 = b"{\"queueDatas\":[{\"brokerName\":\"broker-a\"}],\"x\":\"\xff\"}";
+    let null_entry = br#"{"queueDatas":[{"brokerName":"broker-a","perm":6},null]}"#;
+    for body in [&b"null"[..], b"  ", invalid_utf8, null_entry] {
+        let reg = c
+            .call(
+                request::REGISTER_TOPIC_IN_NAMESRV,
+                &[("topic", "Nothing")],
+                Some(body),
+            )
+            .await;
+        assert_eq!(reg.code, 0, "{body:?}");
+        assert_eq!(
+            route(&mut c, "Nothing").await.code,
+            response::TOPIC_NOT_EXIST,
+            "{body:?}"
+        );
+    }
 }

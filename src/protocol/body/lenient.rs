@@ -196,6 +196,18 @@ pub fn quote_numeric_keys(json: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     }
 }
 
+/// Whether fastjson decodes `body` to `null` rather than failing: invalid UTF-8, a blank
+/// document, or the literal `null`.
+pub fn reads_as_null(body: &[u8]) -> bool {
+    match std::str::from_utf8(body) {
+        Ok(text) => matches!(
+            text.trim_matches(|c: char| c.is_ascii_whitespace()),
+            "" | "null"
+        ),
+        Err(_) => true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

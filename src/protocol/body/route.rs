@@ -211,11 +211,8 @@ struct QueueDataWire {
     write_queue_nums: i32,
     #[serde(default, deserialize_with = "lenient::i32_or_zero")]
     perm: i32,
-    #[serde(
-        default,
-        alias = "topicSynFlag",
-        deserialize_with = "lenient::i32_or_zero"
-    )]
+    // 4.x's `topicSynFlag` is not read: 5.x's QueueData has no such property.
+    #[serde(default, deserialize_with = "lenient::i32_or_zero")]
     topic_sys_flag: i32,
 }
 
@@ -230,7 +227,7 @@ pub struct QueueDataInput {
     pub write_queue_nums: i32,
     /// Permission bits.
     pub perm: i32,
-    /// `TopicSysFlag` bits (`topicSynFlag` accepted, as 4.x wrote it).
+    /// `TopicSysFlag` bits.
     pub topic_sys_flag: i32,
 }
 
@@ -243,19 +240,34 @@ pub fn decode_queue_datas(json: &[u8]) -> Result<Vec<QueueDataInput>, String> {
     while let Some(key) = s.next_key(&mut it).map_err(|e| e.to_string())? {
         let span = s.value_span().map_err(|e| e.to_string())?;
         if key == "queueDatas" {
-            let list: Option<Vec<QueueDataWire>> =
+            // Elements go through `Value` so that a repeated property keeps its last value,
+            // as in fastjson; a null element stops registration where it stands, as Java's
+            // NullPointerException does (an entry without a broker name).
+            let list: Option<Vec<Option<serde_json::Value>>> =
                 serde_json::from_slice(&json[span]).map_err(|e| e.to_string())?;
             out = list
                 .unwrap_or_default()
                 .into_iter()
-                .map(|q| QueueDataInput {
-                    broker_name: q.broker_name,
-                    read_queue_nums: q.read_queue_nums,
-                    write_queue_nums: q.write_queue_nums,
-                    perm: q.perm,
-                    topic_sys_flag: q.topic_sys_flag,
+                .map(|q| {
+                    let Some(q) = q else {
+                        return Ok(QueueDataInput {
+                            broker_name: None,
+                            read_queue_nums: 0,
+                            write_queue_nums: 0,
+                            perm: 0,
+                            topic_sys_flag: 0,
+                        });
+                    };
+                    let q = QueueDataWire::deserialize(q).map_err(|e| e.to_string())?;
+                    Ok(QueueDataInput {
+                        broker_name: q.broker_name,
+                        read_queue_nums: q.read_queue_nums,
+                        write_queue_nums: q.write_queue_nums,
+                        perm: q.perm,
+                        topic_sys_flag: q.topic_sys_flag,
+                    })
                 })
-                .collect();
+                .collect::<Result<_, String>>()?;
         }
     }
     s.end().map_err(|e| e.to_string())?;
@@ -333,12 +345,18 @@ mod tests {
     }
 
     #[test]
-    fn reads_queue_datas_with_either_flag_spelling() {
-        let body = br#"{"brokerDatas":[{"brokerAddrs":{0:"a:1"}}],"filterServerTable":{},"queueDatas":[{"brokerName":"b","perm":6,"readQueueNums":8,"topicSynFlag":1,"writeQueueNums":8}]}"#;
+    fn reads_queue_datas_as_fastjson_reads_them_into_5x_classes() {
+        let body = br#"{"brokerDatas":[{"brokerAddrs":{0:"a:1"}}],"filterServerTable":{},"queueDatas":[{"brokerName":"b","perm":6,"readQueueNums":8,"topicSysFlag":1,"writeQueueNums":8},{"brokerName":"c","topicSynFlag":1,"perm":6,"perm":4}]}"#;
         let qds = decode_queue_datas(body).unwrap();
-        assert_eq!(qds.len(), 1);
+        assert_eq!(qds.len(), 2);
         assert_eq!(qds[0].topic_sys_flag, 1);
         assert_eq!(qds[0].broker_name.as_deref(), Some("b"));
+        // 4.x's misspelt flag is no property of 5.x's QueueData; a repeated one keeps its
+        // last value.
+        assert_eq!((qds[1].topic_sys_flag, qds[1].perm), (0, 4));
+        // A null element reads as an entry without a broker, which stops registration.
+        let qds = decode_queue_datas(br#"{"queueDatas":[{"brokerName":"b"},null]}"#).unwrap();
+        assert_eq!(qds[1].broker_name, None);
         assert!(decode_queue_datas(b"{\"queueDatas\":[1]}").is_err());
         assert!(decode_queue_datas(b"{}").unwrap().is_empty());
     }
