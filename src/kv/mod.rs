@@ -7,21 +7,26 @@
 //! over a damaged file: it falls back to `<file>.bak`, and refuses to start if that is
 //! unusable too.
 
-use std::collections::HashMap;
+mod java_map;
+
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+
 use crate::durable;
 use crate::protocol::body::lists::kv_table;
-use crate::protocol::java_hash::{Table, sort_strings_by_java_order};
 use crate::protocol::json::{JsonStyle, JsonWriter};
+pub use java_map::JavaHashMap;
 
 /// The namespace whose values feed REGISTER_BROKER responses and `orderTopicConf`.
 pub const ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";
 
-type Namespaces = HashMap<String, HashMap<String, String>>;
+/// Java's `configTable`: namespace → key → value, each a `HashMap`.
+type Namespaces = JavaHashMap<JavaHashMap<String>>;
 
 /// Why the store could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -54,34 +59,58 @@ pub struct KvStore {
     epoch: AtomicU64,
 }
 
+/// A JSON object's members in document order (`serde_json::Map` sorts them).
+struct Ordered<V>(Vec<(String, V)>);
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for Ordered<V> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Members<V>(std::marker::PhantomData<V>);
+        impl<'de, V: Deserialize<'de>> Visitor<'de> for Members<V> {
+            type Value = Ordered<V>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(member) = map.next_entry()? {
+                    out.push(member);
+                }
+                Ok(Ordered(out))
+            }
+        }
+        d.deserialize_map(Members(std::marker::PhantomData))
+    }
+}
+
+/// Reads `{"configTable":{ns:{k:v}}}` as Java's `KVConfigManager.load` does: fastjson fills
+/// `HashMap`s in document order, then `putAll` copies the namespaces into the live table.
 fn parse_file(bytes: &[u8]) -> Result<Namespaces, String> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err("the file is empty".into());
     }
-    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-    let obj = value.as_object().ok_or("not a JSON object")?;
-    let mut table = Namespaces::new();
-    let Some(config) = obj.get("configTable").filter(|v| !v.is_null()) else {
-        return Ok(table);
-    };
-    let config = config.as_object().ok_or("configTable is not an object")?;
-    for (ns, entries) in config {
-        if entries.is_null() {
-            continue;
-        }
-        let entries = entries
-            .as_object()
-            .ok_or_else(|| format!("namespace {ns:?} is not an object"))?;
-        let mut map = HashMap::new();
-        for (k, v) in entries {
+    #[derive(serde::Deserialize)]
+    struct File {
+        #[serde(rename = "configTable", default)]
+        config_table: Option<Ordered<Option<Ordered<serde_json::Value>>>>,
+    }
+    let file: File = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    let mut parsed = JavaHashMap::new();
+    for (ns, entries) in file.config_table.map_or(Vec::new(), |c| c.0) {
+        let Some(entries) = entries else { continue };
+        let mut map = JavaHashMap::new();
+        for (k, v) in entries.0 {
             let text = match v {
                 serde_json::Value::Null => continue,
-                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::String(s) => s,
                 other => other.to_string(),
             };
-            map.insert(k.clone(), text);
+            map.put(k, text);
         }
-        table.insert(ns.clone(), map);
+        parsed.put(ns, map);
+    }
+    let mut table = Namespaces::for_put_all(parsed.len());
+    for (ns, entries) in parsed.iter() {
+        table.put(ns.to_owned(), entries.clone());
     }
     Ok(table)
 }
@@ -91,17 +120,13 @@ fn render_file(table: &Namespaces) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
     let mut w = JsonWriter::new(&mut out, JsonStyle::Legacy);
     w.raw(b"{\"configTable\":{");
-    let mut namespaces: Vec<_> = table.iter().collect();
-    sort_strings_by_java_order(&mut namespaces, Table::DEFAULT, |(ns, _)| ns);
-    for (i, (ns, entries)) in namespaces.into_iter().enumerate() {
+    for (i, (ns, entries)) in table.iter().enumerate() {
         if i > 0 {
             w.punct(b',');
         }
         w.str_key(ns);
-        let mut pairs: Vec<_> = entries.iter().collect();
-        sort_strings_by_java_order(&mut pairs, Table::DEFAULT, |(k, _)| k);
         w.punct(b'{');
-        for (j, (k, v)) in pairs.into_iter().enumerate() {
+        for (j, (k, v)) in entries.iter().enumerate() {
             if j > 0 {
                 w.punct(b',');
             }
@@ -134,7 +159,7 @@ impl KvStore {
             Ok(None) if durable::backup_path(&path).exists() => {
                 Self::recover(&path, "the file is missing but its backup exists".into())?
             }
-            Ok(None) => Namespaces::default(),
+            Ok(None) => Namespaces::new(),
             Err(reason) => Self::recover(&path, reason)?,
         };
         Ok(KvStore {
@@ -200,9 +225,8 @@ impl KvStore {
     /// PUT_KV_CONFIG: durable when this returns `Ok`.
     pub fn put(&self, namespace: &str, key: &str, value: &str) -> std::io::Result<()> {
         self.change(|t| {
-            t.entry(namespace.to_owned())
-                .or_default()
-                .insert(key.to_owned(), value.to_owned());
+            t.get_or_put_with(namespace, JavaHashMap::new)
+                .put(key.to_owned(), value.to_owned());
         })
     }
 
@@ -225,9 +249,7 @@ impl KvStore {
     pub fn list(&self, namespace: &str) -> Option<Vec<u8>> {
         let table = self.table.read();
         let entries = table.get(namespace)?;
-        Some(kv_table(
-            entries.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-        ))
+        Some(kv_table(entries.iter().map(|(k, v)| (k, v.as_str()))))
     }
 
     /// A copy of the whole table, for tests and diagnostics.
@@ -239,8 +261,8 @@ impl KvStore {
             .iter()
             .map(|(ns, e)| {
                 (
-                    ns.clone(),
-                    e.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                    ns.to_owned(),
+                    e.iter().map(|(k, v)| (k.to_owned(), v.clone())).collect(),
                 )
             })
             .collect()
@@ -296,6 +318,34 @@ mod tests {
         assert_eq!(kv.get("a", "z"), None);
         std::fs::write(&path, "{}").unwrap();
         assert!(KvStore::open(&path).unwrap().snapshot().is_empty());
+    }
+
+    #[test]
+    fn orders_follow_javas_hash_maps_across_puts_deletes_and_restarts() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kv.json");
+        let kv = KvStore::open(&path).unwrap();
+        // "Aa" and "BB" share a bucket: insertion order, whatever our own maps do.
+        kv.put("B", "BB", "1").unwrap();
+        kv.put("B", "Aa", "2").unwrap();
+        assert_eq!(kv.list("B").unwrap(), br#"{"table":{"BB":"1","Aa":"2"}}"#);
+        // Namespaces "B" then "5" live in a 16-bucket table: B (bucket 2) before 5 (bucket 5).
+        kv.put("5", "k", "v").unwrap();
+        let file = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            file,
+            r#"{"configTable":{"B":{"BB":"1","Aa":"2"},"5":{"k":"v"}}}"#
+        );
+        // After a restart Java copies the loaded namespaces into a table sized for them
+        // (4 buckets for 2): now 5 (bucket 1) comes before B (bucket 2). Keys keep the
+        // file's order within a bucket.
+        let again = KvStore::open(&path).unwrap();
+        again.put("5", "k", "w").unwrap();
+        let file = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            file,
+            r#"{"configTable":{"5":{"k":"w"},"B":{"BB":"1","Aa":"2"}}}"#
+        );
     }
 
     #[test]

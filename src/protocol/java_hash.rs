@@ -62,7 +62,8 @@ impl Table {
     }
 }
 
-fn bucket(hash: i32, cap: usize) -> usize {
+/// The bucket of a key with Java hash `hash` in a table of `cap` (a power of two) buckets.
+pub fn bucket(hash: i32, cap: usize) -> usize {
     let h = hash as u32;
     ((h ^ (h >> 16)) as usize) & (cap - 1)
 }

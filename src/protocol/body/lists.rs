@@ -59,10 +59,9 @@ pub fn cluster_info(
     out
 }
 
-/// `{"table":{k:v,…}}` for one KV namespace (a Java `HashMap`).
+/// `{"table":{k:v,…}}` for one KV namespace, its entries given in Java's `HashMap` order.
 pub fn kv_table<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<u8> {
-    let mut entries: Vec<(&str, &str)> = entries.into_iter().collect();
-    sort_strings_by_java_order(&mut entries, Table::DEFAULT, |(k, _)| k);
+    let entries: Vec<(&str, &str)> = entries.into_iter().collect();
     let mut out = Vec::with_capacity(
         16 + entries
             .iter()
