@@ -81,6 +81,60 @@ pub fn sort_strings_by_java_order<T>(items: &mut [T], table: Table, key: impl Fn
     sort_by_java_order(items, table, |item| string_hash(key(item)));
 }
 
+/// The iteration order of a `ConcurrentHashMap` (or `ConcurrentHashMap.newKeySet()`) whose
+/// table starts with `initial` buckets, after `items` were added in the given order.
+///
+/// A bucket keeps its entries in insertion order, but when the table doubles (at 0.75 of its
+/// size) each bucket is split in two: the run of entries at its end that all go the same way
+/// keeps its order, and the entries before it are prepended one by one, so they come out
+/// reversed. (Buckets of eight or more entries, which Java turns into trees, are not modelled.)
+pub fn concurrent_order<T>(items: Vec<T>, initial: usize, hash: impl Fn(&T) -> i32) -> Vec<T> {
+    let spread = |h: i32| {
+        let h = h as u32;
+        ((h ^ (h >> 16)) & 0x7fff_ffff) as usize
+    };
+    let mut n = initial.max(1).next_power_of_two();
+    let mut bins: Vec<Vec<(usize, T)>> = (0..n).map(|_| Vec::new()).collect();
+    let mut count = 0;
+    for item in items {
+        let h = spread(hash(&item));
+        bins[h & (n - 1)].push((h, item));
+        count += 1;
+        while count >= n - n / 4 {
+            let mut next: Vec<Vec<(usize, T)>> = (0..2 * n).map(|_| Vec::new()).collect();
+            for (i, bin) in bins.into_iter().enumerate() {
+                let goes_high = |h: usize| h & n != 0;
+                // Start of the last run of entries bound for the same half.
+                let run = bin
+                    .iter()
+                    .rposition(|(h, _)| goes_high(*h) != goes_high(bin.last().unwrap().0))
+                    .map_or(0, |p| p + 1);
+                let mut low = Vec::new();
+                let mut high = Vec::new();
+                let mut entries = bin.into_iter();
+                let prefix: Vec<_> = entries.by_ref().take(run).collect();
+                let tail: Vec<_> = entries.collect();
+                let tail_high = tail.first().is_some_and(|(h, _)| goes_high(*h));
+                for (h, item) in prefix.into_iter().rev() {
+                    match goes_high(h) {
+                        true => high.push((h, item)),
+                        false => low.push((h, item)),
+                    }
+                }
+                match tail_high {
+                    true => high.extend(tail),
+                    false => low.extend(tail),
+                }
+                next[i] = low;
+                next[i + n] = high;
+            }
+            bins = next;
+            n *= 2;
+        }
+    }
+    bins.into_iter().flatten().map(|(_, item)| item).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,6 +173,29 @@ mod tests {
         let mut names = vec!["DefaultCluster", "broker-a"];
         sort_strings_by_java_order(&mut names, Table::Concurrent(16), |s| s);
         assert_eq!(names, vec!["broker-a", "DefaultCluster"]);
+    }
+
+    #[test]
+    fn concurrent_resizes_reverse_the_head_of_a_split_bucket() {
+        // Hashes 0, 16, 32, 48 share bucket 0 of 16. Adding 12 entries doubles the table:
+        // bit 16 sends 16 and 48 high. The last run is [48]; before it, 0 and 32 go low and
+        // 16 high, prepended: low = [32, 0], high = [16, 48].
+        let mut items: Vec<i32> = vec![0, 16, 32, 48];
+        items.extend((1..=8).map(|i| i * 1000 + 1));
+        let order = concurrent_order(items, 16, |h| *h);
+        let low: Vec<i32> = order
+            .iter()
+            .copied()
+            .filter(|h| [0, 32].contains(h))
+            .collect();
+        let high: Vec<i32> = order
+            .iter()
+            .copied()
+            .filter(|h| [16, 48].contains(h))
+            .collect();
+        assert_eq!((low, high), (vec![32, 0], vec![16, 48]));
+        // Without a resize it is bucket order, insertion order within a bucket.
+        assert_eq!(concurrent_order(vec![17, 1, 2], 16, |h| *h), vec![17, 1, 2]);
     }
 
     #[test]

@@ -5,12 +5,13 @@
 use std::collections::BTreeMap;
 
 use super::route::{BrokerData, Name, write_addrs};
-use crate::protocol::java_hash::{Table, sort_strings_by_java_order};
+use crate::protocol::java_hash::{concurrent_order, string_hash};
 use crate::protocol::json::{JsonStyle, JsonWriter};
 
-/// `{"brokerAddr":…,"topicList":[…]}`; `TopicList` holds a `ConcurrentHashMap.newKeySet()`.
-pub fn topic_list<S: AsRef<str>>(mut topics: Vec<S>, broker_addr: Option<&str>) -> Vec<u8> {
-    sort_strings_by_java_order(&mut topics, Table::Concurrent(16), |t| t.as_ref());
+/// `{"brokerAddr":…,"topicList":[…]}`; `TopicList` holds a `ConcurrentHashMap.newKeySet()`,
+/// and `topics` are the names in the order Java adds them to it (no repeats).
+pub fn topic_list<S: AsRef<str>>(topics: Vec<S>, broker_addr: Option<&str>) -> Vec<u8> {
+    let topics = concurrent_order(topics, 16, |t| string_hash(t.as_ref()));
     let mut out =
         Vec::with_capacity(16 + topics.iter().map(|t| t.as_ref().len() + 3).sum::<usize>());
     let mut w = JsonWriter::new(&mut out, JsonStyle::Legacy);
@@ -26,16 +27,9 @@ pub fn topic_list<S: AsRef<str>>(mut topics: Vec<S>, broker_addr: Option<&str>) 
     out
 }
 
-/// `{"brokerAddrTable":{name:BrokerData},"clusterAddrTable":{cluster:[names]}}` in the order
-/// of the Java name server's `ConcurrentHashMap(128)` / `ConcurrentHashMap(32)` tables.
-pub fn cluster_info(
-    mut brokers: Vec<&BrokerData>,
-    mut clusters: Vec<(&str, Vec<&str>)>,
-) -> Vec<u8> {
-    sort_strings_by_java_order(&mut brokers, Table::concurrent_with_capacity(128), |b| {
-        &b.broker_name
-    });
-    sort_strings_by_java_order(&mut clusters, Table::concurrent_with_capacity(32), |c| c.0);
+/// `{"brokerAddrTable":{name:BrokerData},"clusterAddrTable":{cluster:[names]}}`, everything
+/// given in the Java tables' order (see `RouteTable::cluster_snapshot`).
+pub fn cluster_info(brokers: Vec<&BrokerData>, clusters: Vec<(&str, Vec<&str>)>) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + 200 * brokers.len());
     let mut w = JsonWriter::new(&mut out, JsonStyle::Legacy);
     w.raw(b"{\"brokerAddrTable\":{");
@@ -47,12 +41,11 @@ pub fn cluster_info(
         bd.write_json(&mut w);
     }
     w.raw(b"},\"clusterAddrTable\":{");
-    for (i, (cluster, mut names)) in clusters.into_iter().enumerate() {
+    for (i, (cluster, names)) in clusters.into_iter().enumerate() {
         if i > 0 {
             w.punct(b',');
         }
         w.str_key(cluster);
-        sort_strings_by_java_order(&mut names, Table::DEFAULT, |n| n);
         w.string_array(names);
     }
     w.raw(b"}}");

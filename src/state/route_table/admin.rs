@@ -90,7 +90,7 @@ impl RouteTable {
                 perm: q.perm,
                 topic_sys_flag: q.topic_sys_flag,
             };
-            let entry = self.topics.entry(name.clone()).or_default();
+            let entry = self.topic_entry(name.clone());
             match entry.queue_mut(&broker_name) {
                 Some(existing) => {
                     existing.data = data;

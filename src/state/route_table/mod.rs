@@ -59,6 +59,8 @@ pub struct TopicEntry {
     pub revision: u64,
     /// Encoded route bodies, valid while the revision and the broker epoch are unchanged.
     pub cache: RouteCache,
+    /// When the topic entered the table (Java lists same-bucket entries in that order).
+    pub created: u64,
 }
 
 impl TopicEntry {
@@ -99,6 +101,8 @@ pub struct BrokerGroup {
     /// Bumped on every change to this group's queue entries in any topic; a
     /// re-registration may skip all topic work only if nothing touched them since.
     pub feed_generation: u64,
+    /// When the group entered the table (Java lists same-bucket entries in that order).
+    pub created: u64,
 }
 
 /// What the last full registration from one broker address applied.
@@ -155,12 +159,16 @@ pub struct RouteTable {
     pub(crate) brokers: HashMap<Name, BrokerGroup>,
     /// Cluster → broker names (a set, kept in insertion order).
     pub(crate) clusters: HashMap<Name, Vec<Name>>,
+    /// When each cluster entered `clusters`.
+    pub(crate) cluster_created: HashMap<Name, u64>,
     pub(crate) live: HashMap<BrokerAddr, BrokerLive>,
     pub(crate) filter_servers: HashMap<BrokerAddr, Vec<String>>,
     /// Topic → broker name → static-topic mapping. Never shrinks, as in Java.
     pub(crate) mappings: HashMap<Name, Vec<(Name, MappingInfo)>>,
     /// Source of topic revisions.
     revision_counter: u64,
+    /// Source of `created` stamps.
+    created_counter: u64,
     /// Bumped whenever broker data, filter servers or mappings change: everything a route
     /// shows besides the topic's own queue data.
     pub(crate) broker_epoch: u64,
@@ -170,6 +178,20 @@ impl RouteTable {
     /// An empty table.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    fn next_created(&mut self) -> u64 {
+        self.created_counter += 1;
+        self.created_counter
+    }
+
+    /// The entry of `name`, created (stamped with its creation order) if absent.
+    fn topic_entry(&mut self, name: Name) -> &mut TopicEntry {
+        let created = self.next_created();
+        self.topics.entry(name).or_insert_with(|| TopicEntry {
+            created,
+            ..TopicEntry::default()
+        })
     }
 
     fn next_revision(&mut self) -> u64 {

@@ -6,14 +6,23 @@ use std::collections::{BTreeMap, HashSet};
 
 use bytes::Bytes;
 
-use super::{RouteTable, TopicEntry};
+use super::{BrokerGroup, RouteTable, TopicEntry};
 use crate::protocol::body::{BrokerData, Name, TopicRouteData};
-use crate::protocol::java_hash::{Table, sort_strings_by_java_order, string_hash};
+use crate::protocol::java_hash::{
+    Table, bucket, concurrent_order, long_hash, sort_by_java_order, sort_strings_by_java_order,
+    string_hash,
+};
 use crate::protocol::json::JsonStyle;
 use crate::state::route_cache::Stamp;
 
 /// Topics with this prefix are never rewritten for acting masters.
 const SYNC_BROKER_MEMBER_GROUP_PREFIX: &str = "rmq_sys_SYNC_BROKER_MEMBER_";
+
+/// Initial bucket counts of Java's `topicQueueTable` (`ConcurrentHashMap(1024)`),
+/// `brokerAddrTable` (`(128)`) and `clusterAddrTable` (`(32)`).
+const TOPIC_TABLE_BUCKETS: usize = 2048;
+const BROKER_TABLE_BUCKETS: usize = 256;
+const CLUSTER_TABLE_BUCKETS: usize = 64;
 
 /// A GET_ROUTEINFO_BY_TOPIC lookup.
 pub struct RouteQuery<'a> {
@@ -150,60 +159,100 @@ impl RouteTable {
         Some(route)
     }
 
-    /// Every topic (GET_ALL_TOPIC_LIST_FROM_NAMESERVER).
-    pub fn all_topics(&self) -> Vec<Name> {
-        self.topics.keys().cloned().collect()
+    /// Topics in the iteration order of Java's `topicQueueTable`.
+    fn topics_in_java_order(&self) -> Vec<(&Name, &TopicEntry)> {
+        let mut all: Vec<_> = self.topics.iter().collect();
+        all.sort_unstable_by_key(|(_, e)| e.created);
+        concurrent_order(all, TOPIC_TABLE_BUCKETS, |(t, _)| string_hash(t))
     }
 
-    /// Topics served by any group of `cluster` (GET_TOPICS_BY_CLUSTER).
-    pub fn topics_by_cluster(&self, cluster: &str) -> Vec<Name> {
-        let Some(names) = self.clusters.get(cluster) else {
-            return Vec::new();
-        };
-        let names: HashSet<&str> = names.iter().map(|n| &**n).collect();
-        self.topics
-            .iter()
-            .filter(|(_, e)| {
-                e.queues
-                    .iter()
-                    .any(|q| names.contains(&*q.data.broker_name))
+    /// Broker groups in the iteration order of Java's `brokerAddrTable`.
+    pub(super) fn groups_in_java_order(&self) -> Vec<&BrokerGroup> {
+        let mut all: Vec<_> = self.brokers.values().collect();
+        all.sort_unstable_by_key(|g| g.created);
+        concurrent_order(all, BROKER_TABLE_BUCKETS, |g| {
+            string_hash(&g.data.broker_name)
+        })
+    }
+
+    /// Clusters in the iteration order of Java's `clusterAddrTable`, each with its group
+    /// names in the order of Java's `HashSet`.
+    fn clusters_in_java_order(&self) -> Vec<(&Name, Vec<&Name>)> {
+        let mut all: Vec<_> = self.clusters.iter().collect();
+        all.sort_unstable_by_key(|(c, _)| self.cluster_created.get(*c).copied().unwrap_or(0));
+        concurrent_order(all, CLUSTER_TABLE_BUCKETS, |(c, _)| string_hash(c))
+            .into_iter()
+            .map(|(c, names)| {
+                let mut names: Vec<&Name> = names.iter().collect();
+                sort_strings_by_java_order(&mut names, Table::DEFAULT, |n| n);
+                (c, names)
             })
+            .collect()
+    }
+
+    /// Every topic (GET_ALL_TOPIC_LIST_FROM_NAMESERVER), in the order Java adds them to its
+    /// `TopicList`.
+    pub fn all_topics(&self) -> Vec<Name> {
+        self.topics_in_java_order()
+            .into_iter()
             .map(|(t, _)| t.clone())
             .collect()
+    }
+
+    /// Topics served by any group of `cluster` (GET_TOPICS_BY_CLUSTER): group by group, in
+    /// the order Java adds them.
+    pub fn topics_by_cluster(&self, cluster: &str) -> Vec<Name> {
+        let Some((_, names)) = self
+            .clusters_in_java_order()
+            .into_iter()
+            .find(|(c, _)| &***c == cluster)
+        else {
+            return Vec::new();
+        };
+        let topics = self.topics_in_java_order();
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        for name in names {
+            for (t, e) in &topics {
+                if e.queue(name).is_some() && seen.insert(*t) {
+                    out.push((*t).clone());
+                }
+            }
+        }
+        out
     }
 
     /// Cluster and group names, and one broker address (GET_SYSTEM_TOPIC_LIST_FROM_NS).
     pub fn system_topics(&self) -> (Vec<Name>, Option<Name>) {
         let mut topics: Vec<Name> = Vec::new();
         let mut seen = HashSet::new();
-        for (cluster, names) in &self.clusters {
+        for (cluster, names) in self.clusters_in_java_order() {
             for n in std::iter::once(cluster).chain(names) {
                 if seen.insert(n.clone()) {
                     topics.push(n.clone());
                 }
             }
         }
-        // The first group in the Java table's order whose address map is not empty.
-        let mut groups: Vec<&BrokerData> = self.brokers.values().map(|g| &g.data).collect();
-        sort_strings_by_java_order(&mut groups, Table::concurrent_with_capacity(128), |g| {
-            &g.broker_name
+        // The first group in the Java table's order with an address, and the first id of
+        // its `HashMap<Long, String>`.
+        let addr = self.groups_in_java_order().into_iter().find_map(|g| {
+            let mut ids: Vec<i64> = g.data.addrs.keys().copied().collect();
+            sort_by_java_order(&mut ids, Table::DEFAULT, |id| long_hash(*id));
+            ids.first().and_then(|id| g.data.addrs.get(id)).cloned()
         });
-        let addr = groups
-            .into_iter()
-            .find_map(|g| g.addrs.values().next().cloned());
         (topics, addr)
     }
 
     /// Topics whose first group (in Java order) carries the unit flags `filter` selects.
     pub fn unit_topics(&self, filter: UnitFilter) -> Vec<Name> {
-        self.topics
-            .iter()
+        self.topics_in_java_order()
+            .into_iter()
             .filter(|(_, e)| {
                 e.queues
                     .iter()
                     .min_by_key(|q| {
-                        let h = string_hash(&q.data.broker_name) as u32;
-                        ((h ^ (h >> 16)) as usize) & (Table::DEFAULT.capacity(e.queues.len()) - 1)
+                        let h = string_hash(&q.data.broker_name);
+                        bucket(h, Table::DEFAULT.capacity(e.queues.len()))
                     })
                     .is_some_and(|q| filter.matches(q.data.topic_sys_flag))
             })
@@ -211,14 +260,18 @@ impl RouteTable {
             .collect()
     }
 
-    /// A copy of the cluster tables (GET_BROKER_CLUSTER_INFO).
+    /// A copy of the cluster tables (GET_BROKER_CLUSTER_INFO), in Java's order.
     pub fn cluster_snapshot(&self) -> ClusterSnapshot {
         ClusterSnapshot {
-            brokers: self.brokers.values().map(|g| g.data.clone()).collect(),
+            brokers: self
+                .groups_in_java_order()
+                .into_iter()
+                .map(|g| g.data.clone())
+                .collect(),
             clusters: self
-                .clusters
-                .iter()
-                .map(|(c, names)| (c.clone(), names.clone()))
+                .clusters_in_java_order()
+                .into_iter()
+                .map(|(c, names)| (c.clone(), names.into_iter().cloned().collect()))
                 .collect(),
         }
     }
@@ -529,5 +582,52 @@ mod tests {
         assert!(t.member_group("nope").is_empty());
         let snap = t.cluster_snapshot();
         assert_eq!((snap.brokers.len(), snap.clusters.len()), (2, 2));
+    }
+
+    #[test]
+    fn same_bucket_entries_list_in_the_order_they_entered_javas_tables() {
+        let now = Instant::now();
+        let names = |v: Vec<Name>| v.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        for (first, second) in [("BB", "Aa"), ("Aa", "BB")] {
+            // "Aa" and "BB" have the same Java hash; so do broker names "broker-5" and
+            // "broker-30" in a 256-bucket table.
+            let (b1, b2) = match first {
+                "BB" => ("broker-30", "broker-5"),
+                _ => ("broker-5", "broker-30"),
+            };
+            let mut t = RouteTable::new();
+            register(&mut t, &reg(b1, "a:1", 0, 1), &body(1, &[first, "X"]), now);
+            register(&mut t, &reg(b2, "b:1", 0, 2), &body(1, &[second, "X"]), now);
+            let topics = names(t.all_topics());
+            let pos = |n: &str| topics.iter().position(|t| t == n).unwrap();
+            assert!(pos(first) < pos(second), "{topics:?}");
+            let brokers: Vec<_> = t
+                .cluster_snapshot()
+                .brokers
+                .iter()
+                .map(|b| b.broker_name.to_string())
+                .collect();
+            assert_eq!(brokers, [b1, b2]);
+        }
+    }
+
+    #[test]
+    fn the_system_topic_list_address_is_the_first_id_in_java_hash_order() {
+        let now = Instant::now();
+        let mut t = RouteTable::new();
+        register(
+            &mut t,
+            &reg("broker-a", "a:1", 1, 1),
+            &body(1, &["A", "B"]),
+            now,
+        );
+        register(
+            &mut t,
+            &reg("broker-a", "a:16", 16, 2),
+            &body(1, &["A", "B"]),
+            now,
+        );
+        // Id 16 is in bucket 0 of Java's HashMap<Long, String>, ahead of id 1.
+        assert_eq!(t.system_topics().1.as_deref(), Some("a:16"));
     }
 }

@@ -279,6 +279,10 @@ impl RouteTable {
         now: Instant,
     ) -> RegisterOutcome {
         // (a) the cluster gets the broker name, even if the group belongs to another cluster.
+        if !self.clusters.contains_key(&key.cluster) {
+            let created = self.next_created();
+            self.cluster_created.insert(key.cluster.clone(), created);
+        }
         let cluster = self.clusters.entry(key.cluster.clone()).or_default();
         if !cluster.iter().any(|n| &**n == reg.broker_name) {
             cluster.push(Name::from(reg.broker_name));
@@ -291,6 +295,7 @@ impl RouteTable {
         // (b) the group, (c) its acting-master flag and zone, (e) one id per address.
         let mut broker_changed = false;
         let name = Name::from(reg.broker_name);
+        let created = self.next_created();
         let group = self.brokers.entry(name.clone()).or_insert_with(|| {
             broker_changed = true;
             BrokerGroup {
@@ -302,6 +307,7 @@ impl RouteTable {
                     enable_acting_master: false,
                 },
                 feed_generation: 0,
+                created,
             }
         });
         let acting = reg.enable_acting_master == Some(true);
@@ -475,7 +481,7 @@ impl RouteTable {
     fn put_queue(&mut self, topic: &str, data: QueueData, source: u64) {
         let broker_name = data.broker_name.clone();
         let name = self.topic_name(topic);
-        let entry = self.topics.entry(name).or_default();
+        let entry = self.topic_entry(name);
         let changed = match entry.queue_mut(&broker_name) {
             Some(q) => {
                 let changed = q.data != data;

@@ -11,10 +11,9 @@ use std::collections::HashSet;
 
 use tokio::time::Instant;
 
-use super::{BrokerAddr, BrokerGroup, ConnId, RouteTable};
+use super::{BrokerAddr, ConnId, RouteTable};
 use crate::protocol::body::Name;
 use crate::protocol::body::route::PERM_WRITE;
-use crate::protocol::java_hash::{Table, sort_strings_by_java_order};
 
 /// One broker to unregister (Java's `UnRegisterBrokerRequestHeader`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,6 +64,7 @@ impl RouteTable {
                     names.retain(|n| **n != *req.broker_name);
                     if names.is_empty() {
                         self.clusters.remove(req.cluster.as_str());
+                        self.cluster_created.remove(req.cluster.as_str());
                     }
                 }
                 removed.push(name);
@@ -134,11 +134,7 @@ impl RouteTable {
     fn unregistration_for(&self, key: &BrokerAddr) -> Option<Unregistration> {
         // When two groups list the address, the first in Java's table order wins, as in Java
         // (and deterministically, unlike Rust's hash order).
-        let mut groups: Vec<&BrokerGroup> = self.brokers.values().collect();
-        sort_strings_by_java_order(&mut groups, Table::concurrent_with_capacity(128), |g| {
-            &g.data.broker_name
-        });
-        groups.into_iter().find_map(|g| {
+        self.groups_in_java_order().into_iter().find_map(|g| {
             if g.data.cluster != key.cluster {
                 return None;
             }
