@@ -255,8 +255,9 @@ settings! {
     "serverOnewaySemaphoreValue" => server_oneway_semaphore_value: i32 = |_: &Env| 256, Netty, Ignored;
     /// Server-initiated async limit (not used).
     "serverAsyncSemaphoreValue" => server_async_semaphore_value: i32 = |_: &Env| 64, Netty, Ignored;
-    /// Close connections with no read and no write for this many seconds (0 = never).
-    "serverChannelMaxIdleTimeSeconds" => server_channel_max_idle_time_seconds: i32 = |_: &Env| 120, Netty, Restart;
+    /// Close connections with no read and no write for this many seconds (0 = never); an
+    /// update applies to connections accepted afterwards, as in Java.
+    "serverChannelMaxIdleTimeSeconds" => server_channel_max_idle_time_seconds: i32 = |_: &Env| 120, Netty, Live;
     /// SO_SNDBUF of accepted connections (0 = system default).
     "serverSocketSndBufSize" => server_socket_snd_buf_size: i32 = |_: &Env| 0, Netty, Restart;
     /// SO_RCVBUF of accepted connections (0 = system default).

@@ -41,6 +41,9 @@ struct Conn<'a> {
     conn: ConnId,
     peer: SocketAddr,
     registered_broker: bool,
+    /// Close after this long without a read or a write; `None` never. Read from the live
+    /// configuration when the connection is accepted, as Java sets up each channel.
+    idle: Option<std::time::Duration>,
 }
 
 /// Serves one connection until it closes, fails, idles out or `cancel` fires.
@@ -60,7 +63,14 @@ pub(super) async fn serve(
         conn,
         peer,
         registered_broker: false,
+        idle: None,
     };
+    let idle_seconds = c
+        .state
+        .config()
+        .settings
+        .server_channel_max_idle_time_seconds;
+    c.idle = (idle_seconds > 0).then(|| std::time::Duration::from_secs(idle_seconds as u64));
     let end = c.run(&mut reader, &mut writer, &cancel).await;
     match &end {
         End::Malformed(e) => {
@@ -88,7 +98,7 @@ impl Conn<'_> {
         // sockets and tasks. A large frame's buffer is freed as soon as it has been handled.
         let mut input = BytesMut::new();
         let mut output = BytesMut::new();
-        let idle = self.config.idle_timeout;
+        let idle = self.idle;
         let far = || Instant::now() + std::time::Duration::from_secs(86_400 * 365);
         let sleep = tokio::time::sleep_until(idle.map_or_else(far, |d| Instant::now() + d));
         tokio::pin!(sleep);
@@ -174,7 +184,7 @@ impl Conn<'_> {
             if let Some(response) = response {
                 encode_frame(&response, self.config.serialize_type, output);
                 if output.len() >= self.config.max_queued_response_bytes {
-                    write_or_idle(writer, output, sleep.as_mut(), self.config.idle_timeout).await?;
+                    write_or_idle(writer, output, sleep.as_mut(), self.idle).await?;
                 }
             }
         }

@@ -28,8 +28,6 @@ use crate::state::{ConnId, Namesrv, housekeeping};
 pub struct ServerConfig {
     /// Frame size limit.
     pub frame_limits: FrameLimits,
-    /// Close connections idle (no read, no write) for this long; `None` never.
-    pub idle_timeout: Option<Duration>,
     /// Most connections held at once.
     pub max_connections: usize,
     /// Most response bytes buffered for one connection before it stops being read.
@@ -50,8 +48,6 @@ impl ServerConfig {
             frame_limits: FrameLimits {
                 max_frame_length: s.frame_max_length as usize,
             },
-            idle_timeout: (s.server_channel_max_idle_time_seconds > 0)
-                .then(|| Duration::from_secs(s.server_channel_max_idle_time_seconds as u64)),
             max_connections: s.max_connections as usize,
             max_queued_response_bytes: s.max_queued_response_bytes as usize,
             grace_period: Duration::from_millis(s.shutdown_grace_period_millis as u64),

@@ -270,4 +270,25 @@ async fn idle_connections_are_closed() {
     // A fresh client is served.
     let mut again = TestClient::connect(server.addr).await;
     assert_eq!(again.call(999, &[], None).await.code, 3);
+    // An update applies to connections accepted afterwards, as Java sets up each channel.
+    let update = again
+        .call(
+            namesrv::protocol::code::request::UPDATE_NAMESRV_CONFIG,
+            &[],
+            Some(b"serverChannelMaxIdleTimeSeconds=60"),
+        )
+        .await;
+    assert_eq!((update.code, update.remark), (0, None));
+    let mut later = TestClient::connect(server.addr).await;
+    assert_eq!(later.call(999, &[], None).await.code, 3);
+    tokio::time::advance(std::time::Duration::from_secs(6)).await;
+    assert!(
+        again.closed_without_reply().await,
+        "accepted before the update"
+    );
+    assert_eq!(
+        later.call(999, &[], None).await.code,
+        3,
+        "accepted after it"
+    );
 }
