@@ -34,6 +34,7 @@ pub mod dispatch;
 pub mod durable;
 pub mod error;
 pub mod handlers;
+pub mod java_str;
 pub mod kv;
 pub mod protocol;
 pub mod server;

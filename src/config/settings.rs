@@ -83,13 +83,8 @@ pub trait SettingValue: Sized {
     fn render_setting(&self) -> Option<String>;
 }
 
-/// Java's `String.trim`: strips every character up to U+0020, control characters included.
-fn java_trim(text: &str) -> &str {
-    text.trim_matches(|c: char| c <= ' ')
-}
-
 fn blank_hint(text: &str) -> &'static str {
-    if java_trim(text).len() != text.len() {
+    if crate::java_str::trim(text).len() != text.len() {
         " (the value has leading or trailing blanks)"
     } else {
         ""
@@ -138,7 +133,7 @@ int_setting!(i32, i64);
 
 impl SettingValue for String {
     fn parse_setting(text: &str) -> Result<Self, ValueError> {
-        Ok(java_trim(text).to_owned())
+        Ok(crate::java_str::trim(text).to_owned())
     }
     fn render_setting(&self) -> Option<String> {
         Some(self.clone())
@@ -147,7 +142,7 @@ impl SettingValue for String {
 
 impl SettingValue for Option<String> {
     fn parse_setting(text: &str) -> Result<Self, ValueError> {
-        Ok(Some(java_trim(text).to_owned()))
+        Ok(Some(crate::java_str::trim(text).to_owned()))
     }
     fn render_setting(&self) -> Option<String> {
         self.clone()

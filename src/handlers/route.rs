@@ -39,7 +39,7 @@ pub fn route(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let zone = (f.optional_bool(ZONE_MODE) == Some(true))
         .then(|| req.ext(ZONE_NAME))
         .flatten()
-        .filter(|z| !z.trim().is_empty());
+        .filter(|z| !crate::java_str::is_blank(z));
     let kv = ctx.state.kv();
     let order_conf = || {
         order_enabled

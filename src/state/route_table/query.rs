@@ -322,7 +322,7 @@ fn filter_by_zone(route: &mut TopicRouteData<'_>, zone: &str) {
             || bd
                 .zone_name
                 .as_deref()
-                .is_some_and(|z| z.eq_ignore_ascii_case(zone));
+                .is_some_and(|z| crate::java_str::equals_ignore_case(z, zone));
         if keep {
             kept.push(bd);
         } else {
