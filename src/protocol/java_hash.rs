@@ -94,6 +94,12 @@ pub fn concurrent_order<T>(items: Vec<T>, initial: usize, hash: impl Fn(&T) -> i
         ((h ^ (h >> 16)) & 0x7fff_ffff) as usize
     };
     let mut n = initial.max(1).next_power_of_two();
+    if items.len() < n - n / 4 {
+        // No resize: bucket order, insertion order within a bucket.
+        let mut items = items;
+        items.sort_by_cached_key(|item| spread(hash(item)) & (n - 1));
+        return items;
+    }
     let mut bins: Vec<Vec<(usize, T)>> = (0..n).map(|_| Vec::new()).collect();
     let mut count = 0;
     for item in items {
