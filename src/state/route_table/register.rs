@@ -188,7 +188,12 @@ impl RouteTable {
         };
         let data_version_changed = previous.is_none_or(|p| !p.data_version.same_as(&data_version));
         let rejected = match body {
-            Some(b) if !addrs.contains_key(&reg.broker_id) => b.topic_count()? == 1,
+            // Java counts its table, where a repeated topic is one entry.
+            Some(b) if !addrs.contains_key(&reg.broker_id) => {
+                let mut keys = b.topics()?.map(|t| t.key);
+                let first = keys.next();
+                first.is_some() && keys.all(|k| Some(k) == first)
+            }
             _ => false,
         };
         // The very table this address applied last, with nothing touched since: applying it
@@ -860,6 +865,17 @@ mod tests {
         .unwrap();
         assert!(t.topic("C").is_none());
         assert!(t.topic("A").is_some());
+    }
+
+    #[test]
+    fn a_first_registration_repeating_one_topic_is_refused_like_a_single_topic() {
+        let mut t = RouteTable::new();
+        let b = body(1, &["A", "A"]);
+        let outcome = register(&mut t, &reg("broker-a", "a:1", 0, 1), &b, now());
+        assert!(matches!(outcome, RegisterOutcome::Rejected));
+        let b = body(1, &["A", "B"]);
+        let outcome = register(&mut t, &reg("broker-a", "a:1", 0, 1), &b, now());
+        assert!(matches!(outcome, RegisterOutcome::Registered { .. }));
     }
 
     #[test]
