@@ -343,8 +343,13 @@ impl RegisterBody {
         }
         let table_digest = xxhash_rust::xxh3::xxh3_64(&source[table_start..r.offset()]);
         let fs = r.chunk("filter server list")?;
-        // Java logs a malformed list and carries on with an empty one.
-        let filter_server_list = serde_json::from_slice(&source[fs]).unwrap_or_default();
+        // fastjson reads `null` or nothing as no list (the stored one stays); Java logs a
+        // malformed list and carries on with an empty one.
+        let raw_list = std::str::from_utf8(&source[fs.clone()]).map(str::trim);
+        let filter_server_list = match raw_list {
+            Ok("" | "null") => None,
+            _ => Some(serde_json::from_slice(&source[fs]).unwrap_or_default()),
+        };
         let mut mappings = Vec::new();
         if opts.version >= crate::protocol::code::version::V5_0_0 {
             let n = r.int("mapping count")?;
@@ -361,7 +366,7 @@ impl RegisterBody {
             topics: std::sync::OnceLock::from(Ok(topics)),
             table_digest,
             data_version,
-            filter_server_list: Some(filter_server_list),
+            filter_server_list,
             mappings,
         })
     }
@@ -605,8 +610,16 @@ mod tests {
             ..OPTS
         };
         let body = RegisterBody::decode(Bytes::from(z), opts).unwrap();
-        assert_eq!(body.filter_server_list, Some(vec![]));
+        assert_eq!(
+            body.filter_server_list,
+            Some(vec![]),
+            "malformed: an empty list"
+        );
         assert!(body.mappings.is_empty());
+        // fastjson's parseArray reads `null` as no list: the stored one is kept.
+        let z = compress(&[br#"{"counter":1,"timestamp":1}"#, b"null"], &[], None);
+        let body = RegisterBody::decode(Bytes::from(z), opts).unwrap();
+        assert_eq!(body.filter_server_list, None);
     }
 
     #[test]
