@@ -62,10 +62,16 @@ impl Table {
     }
 }
 
+/// Java's hash spreading (`HashMap.hash`, `ConcurrentHashMap.spread`): the high half folded
+/// into the low half, sign bit cleared (which no table size reaches).
+fn spread(hash: i32) -> usize {
+    let h = hash as u32;
+    ((h ^ (h >> 16)) & 0x7fff_ffff) as usize
+}
+
 /// The bucket of a key with Java hash `hash` in a table of `cap` (a power of two) buckets.
 pub fn bucket(hash: i32, cap: usize) -> usize {
-    let h = hash as u32;
-    ((h ^ (h >> 16)) as usize) & (cap - 1)
+    spread(hash) & (cap - 1)
 }
 
 /// Sorts `items` into the iteration order of a Java table of kind `table` holding them, keyed
@@ -89,15 +95,11 @@ pub fn sort_strings_by_java_order<T>(items: &mut [T], table: Table, key: impl Fn
 /// keeps its order, and the entries before it are prepended one by one, so they come out
 /// reversed. (Buckets of eight or more entries, which Java turns into trees, are not modelled.)
 pub fn concurrent_order<T>(items: Vec<T>, initial: usize, hash: impl Fn(&T) -> i32) -> Vec<T> {
-    let spread = |h: i32| {
-        let h = h as u32;
-        ((h ^ (h >> 16)) & 0x7fff_ffff) as usize
-    };
     let mut n = initial.max(1).next_power_of_two();
     if items.len() < n - n / 4 {
         // No resize: bucket order, insertion order within a bucket.
         let mut items = items;
-        items.sort_by_cached_key(|item| spread(hash(item)) & (n - 1));
+        items.sort_by_cached_key(|item| bucket(hash(item), n));
         return items;
     }
     let mut bins: Vec<Vec<(usize, T)>> = (0..n).map(|_| Vec::new()).collect();

@@ -95,13 +95,20 @@ impl BrokerData {
     }
 }
 
+/// A broker-id → address map in the iteration order of Java's `HashMap<Long, String>`.
+pub fn addrs_in_java_order(addrs: &BTreeMap<i64, Name>) -> Vec<(i64, &Name)> {
+    let mut entries: Vec<(i64, &Name)> = addrs.iter().map(|(k, v)| (*k, v)).collect();
+    sort_by_java_order(&mut entries, Table::DEFAULT, |(id, _)| long_hash(*id));
+    entries
+}
+
 /// Writes a broker-id → address map: unquoted keys in Java `HashMap` order (legacy) or quoted
 /// keys sorted numerically (standard).
 pub fn write_addrs(w: &mut JsonWriter<'_>, addrs: &BTreeMap<i64, Name>) {
-    let mut entries: Vec<(i64, &str)> = addrs.iter().map(|(k, v)| (*k, &**v)).collect();
-    if w.style() == JsonStyle::Legacy {
-        sort_by_java_order(&mut entries, Table::DEFAULT, |(id, _)| long_hash(*id));
-    }
+    let entries: Vec<(i64, &Name)> = match w.style() {
+        JsonStyle::Legacy => addrs_in_java_order(addrs),
+        JsonStyle::Standard => addrs.iter().map(|(k, v)| (*k, v)).collect(),
+    };
     w.punct(b'{');
     for (i, (id, addr)) in entries.into_iter().enumerate() {
         if i > 0 {

@@ -7,10 +7,10 @@ use std::collections::{BTreeMap, HashSet};
 use bytes::Bytes;
 
 use super::{BrokerGroup, RouteTable, TopicEntry};
+use crate::protocol::body::route::addrs_in_java_order;
 use crate::protocol::body::{BrokerData, Name, TopicRouteData};
 use crate::protocol::java_hash::{
-    Table, bucket, concurrent_order, long_hash, sort_by_java_order, sort_strings_by_java_order,
-    string_hash,
+    Table, bucket, concurrent_order, sort_strings_by_java_order, string_hash,
 };
 use crate::protocol::json::JsonStyle;
 use crate::state::route_cache::Stamp;
@@ -182,11 +182,7 @@ impl RouteTable {
         all.sort_unstable_by_key(|(c, _)| self.cluster_created.get(*c).copied().unwrap_or(0));
         concurrent_order(all, CLUSTER_TABLE_BUCKETS, |(c, _)| string_hash(c))
             .into_iter()
-            .map(|(c, names)| {
-                let mut names: Vec<&Name> = names.iter().collect();
-                sort_strings_by_java_order(&mut names, Table::DEFAULT, |n| n);
-                (c, names)
-            })
+            .map(|(c, names)| (c, names_in_java_order(names)))
             .collect()
     }
 
@@ -202,17 +198,13 @@ impl RouteTable {
     /// Topics served by any group of `cluster` (GET_TOPICS_BY_CLUSTER): group by group, in
     /// the order Java adds them.
     pub fn topics_by_cluster(&self, cluster: &str) -> Vec<Name> {
-        let Some((_, names)) = self
-            .clusters_in_java_order()
-            .into_iter()
-            .find(|(c, _)| &***c == cluster)
-        else {
+        let Some(names) = self.clusters.get(cluster) else {
             return Vec::new();
         };
         let topics = self.topics_in_java_order();
         let mut seen = HashSet::new();
         let mut out = Vec::new();
-        for name in names {
+        for name in names_in_java_order(names) {
             for (t, e) in &topics {
                 if e.queue(name).is_some() && seen.insert(*t) {
                     out.push((*t).clone());
@@ -236,9 +228,8 @@ impl RouteTable {
         // The first group in the Java table's order with an address, and the first id of
         // its `HashMap<Long, String>`.
         let addr = self.groups_in_java_order().into_iter().find_map(|g| {
-            let mut ids: Vec<i64> = g.data.addrs.keys().copied().collect();
-            sort_by_java_order(&mut ids, Table::DEFAULT, |id| long_hash(*id));
-            ids.first().and_then(|id| g.data.addrs.get(id)).cloned()
+            let first = addrs_in_java_order(&g.data.addrs).into_iter().next();
+            first.map(|(_, addr)| addr.clone())
         });
         (topics, addr)
     }
@@ -283,6 +274,13 @@ impl RouteTable {
             .map(|g| g.data.addrs.clone())
             .unwrap_or_default()
     }
+}
+
+/// A cluster's group names in the order of Java's `HashSet` holding them.
+fn names_in_java_order(names: &[Name]) -> Vec<&Name> {
+    let mut names: Vec<&Name> = names.iter().collect();
+    sort_strings_by_java_order(&mut names, Table::DEFAULT, |n| n);
+    names
 }
 
 /// In slave-acting-master mode, a group without a master whose queues are read-only shows
