@@ -57,20 +57,15 @@ pub(super) async fn serve(
 ) {
     let _ = stream.set_nodelay(true);
     let (mut reader, mut writer) = stream.into_split();
+    let idle_seconds = state.config().settings.server_channel_max_idle_time_seconds;
     let mut c = Conn {
         state,
         config,
         conn,
         peer,
         registered_broker: false,
-        idle: None,
+        idle: (idle_seconds > 0).then(|| std::time::Duration::from_secs(idle_seconds as u64)),
     };
-    let idle_seconds = c
-        .state
-        .config()
-        .settings
-        .server_channel_max_idle_time_seconds;
-    c.idle = (idle_seconds > 0).then(|| std::time::Duration::from_secs(idle_seconds as u64));
     let end = c.run(&mut reader, &mut writer, &cancel).await;
     match &end {
         End::Malformed(e) => {
