@@ -16,6 +16,7 @@ use std::ops::Range;
 use bytes::{Buf, Bytes};
 
 use super::data_version::DataVersion;
+use super::lenient::reads_as_null;
 use super::mapping::MappingInfo;
 use super::scan::{ScanError, Scanner};
 use super::topic_config::{TopicConfig, TopicConfigError};
@@ -344,11 +345,12 @@ impl RegisterBody {
         let table_digest = xxhash_rust::xxh3::xxh3_64(&source[table_start..r.offset()]);
         let fs = r.chunk("filter server list")?;
         // fastjson reads `null` or nothing as no list (the stored one stays); Java logs a
-        // malformed list and carries on with an empty one.
-        let raw_list = std::str::from_utf8(&source[fs.clone()]).map(str::trim);
-        let filter_server_list = match raw_list {
-            Ok("" | "null") => None,
-            _ => Some(serde_json::from_slice(&source[fs]).unwrap_or_default()),
+        // malformed list (invalid UTF-8 included: it decodes the text first) and carries on
+        // with an empty one.
+        let list = &source[fs];
+        let filter_server_list = match std::str::from_utf8(list).is_ok() && reads_as_null(list) {
+            true => None,
+            false => Some(serde_json::from_slice(list).unwrap_or_default()),
         };
         let mut mappings = Vec::new();
         if opts.version >= crate::protocol::code::version::V5_0_0 {
