@@ -93,32 +93,20 @@ async fn invalid_bodies_are_system_errors_and_change_nothing() {
         body_text(&info),
         r#"{"brokerAddrTable":{},"clusterAddrTable":{}}"#
     );
+    let qdv_fields = [
+        ("brokerName", "b"),
+        ("brokerAddr", "a"),
+        ("clusterName", "c"),
+        ("brokerId", "0"),
+    ];
     let qdv = c
-        .call(
-            request::QUERY_DATA_VERSION,
-            &[
-                ("brokerName", "b"),
-                ("brokerAddr", "a"),
-                ("clusterName", "c"),
-                ("brokerId", "0"),
-            ],
-            Some(b"not json"),
-        )
+        .call(request::QUERY_DATA_VERSION, &qdv_fields, Some(b"not json"))
         .await;
     assert_eq!(qdv.code, response::SYSTEM_ERROR);
     // What fastjson decodes to null is no version at all: changed, as for an absent body.
     for body in [&b"null"[..], b" ", b"\xff{}"] {
         let qdv = c
-            .call(
-                request::QUERY_DATA_VERSION,
-                &[
-                    ("brokerName", "b"),
-                    ("brokerAddr", "a"),
-                    ("clusterName", "c"),
-                    ("brokerId", "0"),
-                ],
-                Some(body),
-            )
+            .call(request::QUERY_DATA_VERSION, &qdv_fields, Some(body))
             .await;
         assert_eq!(
             (qdv.code, qdv.ext("changed")),
