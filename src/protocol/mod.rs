@@ -24,6 +24,7 @@ pub mod header_binary;
 pub mod header_json;
 pub mod java_hash;
 pub mod json;
+pub mod signature;
 
 pub use code::{LanguageCode, SerializeType};
 pub use command::{ExtFields, RemotingCommand};
