@@ -283,6 +283,17 @@ settings! {
     "maxQueuedResponseBytes" => max_queued_response_bytes: i64 = |_: &Env| 4 * 1024 * 1024, Extension, Restart;
     /// How long shutdown waits for in-flight requests before closing connections.
     "shutdownGracePeriodMillis" => shutdown_grace_period_millis: i64 = |_: &Env| 10_000, Extension, Restart;
+
+    // Mass-eviction protection (issue 17; `crate::state::protection`). Read on every scan.
+    /// Keep the routes of brokers that fall silent all at once instead of evicting them
+    /// (`false`: Java's behaviour exactly).
+    "evictionProtection" => eviction_protection: bool = |_: &Env| true, Extension, Live;
+    /// Protection holds when more than this percentage of the live brokers are silent at once.
+    "evictionProtectionThresholdPercent" => eviction_protection_threshold_percent: i32 = |_: &Env| 50, Extension, Live;
+    /// Protection needs at least this many live brokers (smaller setups behave as Java).
+    "evictionProtectionMinBrokers" => eviction_protection_min_brokers: i32 = |_: &Env| 3, Extension, Live;
+    /// Longest a silent broker is held past its own timeout.
+    "evictionProtectionMaxHoldMillis" => eviction_protection_max_hold_millis: i64 = |_: &Env| 600_000, Extension, Live;
 }
 
 impl Settings {
@@ -353,6 +364,25 @@ impl Settings {
             "serverSocketBacklog",
             self.server_socket_backlog.to_string(),
             "expected a positive number",
+        )?;
+        // Mass-eviction protection (issue 17).
+        check(
+            (1..=99).contains(&self.eviction_protection_threshold_percent),
+            "evictionProtectionThresholdPercent",
+            self.eviction_protection_threshold_percent.to_string(),
+            "expected a percentage between 1 and 99 (evictionProtection=false turns protection off)",
+        )?;
+        check(
+            self.eviction_protection_min_brokers > 0,
+            "evictionProtectionMinBrokers",
+            self.eviction_protection_min_brokers.to_string(),
+            "expected a positive number of brokers",
+        )?;
+        check(
+            self.eviction_protection_max_hold_millis > 0,
+            "evictionProtectionMaxHoldMillis",
+            self.eviction_protection_max_hold_millis.to_string(),
+            "expected a positive number of milliseconds",
         )?;
         Ok(())
     }

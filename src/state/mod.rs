@@ -6,6 +6,7 @@
 //! knows about sockets; connections appear only as [`ConnId`]s.
 
 pub mod housekeeping;
+pub mod protection;
 pub mod route_cache;
 pub mod route_table;
 
