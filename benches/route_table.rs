@@ -1,11 +1,14 @@
 //! Route-table benchmarks: route lookups (cached and encoded afresh) and registrations (first,
-//! changed data version, unchanged body) at 1 k, 10 k and 100 k topics.
+//! changed data version, unchanged body) at 1 k, 10 k and 100 k topics; the expiry scan over
+//! 1 000 brokers with and without eviction protection.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use namesrv::protocol::body::RegisterBody;
 use namesrv::protocol::json::JsonStyle;
+use namesrv::state::protection::Policy;
 use namesrv::state::route_table::RouteTable;
 use namesrv::state::route_table::query::RouteQuery;
 use namesrv::state::route_table::register::{BodyInput, RegisterSettings};
@@ -151,5 +154,29 @@ fn registrations(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, routes, registrations);
+/// The expiry scan holds the table's write lock: its cost over 1 000 live brokers when nothing
+/// is due (every scan of a healthy cluster), Java's rule against protection's, and when all
+/// are due and held.
+fn scans(c: &mut Criterion) {
+    let mut g = c.benchmark_group("scan_1000_brokers");
+    let start = Instant::now();
+    let mut table = support::table(1_000, 2);
+    let protection = Policy {
+        enabled: true,
+        threshold_percent: 50,
+        min_brokers: 3,
+        max_hold: Duration::from_secs(600),
+    };
+    g.bench_function("healthy_java", |b| {
+        b.iter(|| table.scan(start, &Policy::OFF))
+    });
+    g.bench_function("healthy_protected", |b| {
+        b.iter(|| table.scan(start, &protection))
+    });
+    let silent = start + Duration::from_secs(200);
+    g.bench_function("all_held", |b| b.iter(|| table.scan(silent, &protection)));
+    g.finish();
+}
+
+criterion_group!(benches, routes, registrations, scans);
 criterion_main!(benches);

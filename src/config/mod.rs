@@ -189,9 +189,11 @@ impl Config {
         all
     }
 
-    /// The GET_NAMESRV_CONFIG body: `key=value\n` sorted by key, unescaped, as Java.
-    pub fn render(&self) -> String {
-        let all = self.all_properties();
+    /// The GET_NAMESRV_CONFIG body: `key=value\n` sorted by key, unescaped, as Java; `status`
+    /// adds lines of live state (never stored) among them.
+    pub fn render(&self, status: impl IntoIterator<Item = (String, String)>) -> String {
+        let mut all = self.all_properties();
+        all.extend(status);
         properties::render_raw(all.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     }
 
@@ -296,7 +298,7 @@ mod tests {
     #[test]
     fn default_listing_is_javas_40_keys() {
         let c = Config::defaults(&env());
-        let body = c.render();
+        let body = c.render([]);
         assert_eq!(body.lines().count(), 40);
         assert!(body.starts_with("bindAddress=0.0.0.0\nclientRequestThreadPoolNums=8\n"));
         assert!(body.contains("rocketmqHome=/opt/rocketmq\n"));

@@ -7,10 +7,14 @@ use crate::config::properties;
 use crate::error::HandlerError;
 use crate::protocol::code::response;
 use crate::protocol::{ExtFields, RemotingCommand};
+use crate::state::protection::HELD_BROKERS_KEY;
 
-/// GET_NAMESRV_CONFIG: every property, sorted, as `key=value` lines.
+/// GET_NAMESRV_CONFIG: every property, sorted, as `key=value` lines — plus, while eviction
+/// protection holds brokers, how many (a status line, never stored).
 pub fn get_config(ctx: &mut Context<'_>, _req: &RemotingCommand) -> HandlerResult {
-    let text = ctx.state.config().render();
+    let held = ctx.state.eviction_protection().held;
+    let status = (held > 0).then(|| (HELD_BROKERS_KEY.to_owned(), held.to_string()));
+    let text = ctx.state.config().render(status);
     Ok(RemotingCommand::success().with_body(text.into_bytes()))
 }
 

@@ -77,7 +77,11 @@ pub(super) async fn serve(
     }
     let _ = writer.shutdown().await;
     if c.registered_broker {
-        c.state.connection_closed(conn);
+        // An idle timeout is silence, which eviction protection may hold; a close is not.
+        match end {
+            End::Idle => c.state.connection_idled_out(conn),
+            _ => c.state.connection_closed(conn),
+        }
     }
 }
 

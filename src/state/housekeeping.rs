@@ -1,5 +1,6 @@
 //! The broker-expiry scan: every `scanNotActiveBrokerInterval`, unregister brokers silent for
-//! longer than their timeout and close their connections.
+//! longer than their timeout and close their connections — unless eviction protection holds
+//! them ([`super::protection`]).
 
 use std::time::Duration;
 
@@ -24,8 +25,10 @@ pub async fn run(
             _ = cancel.cancelled() => return,
             _ = ticks.tick() => {
                 // The actual time, not the tick's schedule: a late tick must not judge
-                // brokers by an earlier clock.
-                let expired = state.routes_mut().expire(Instant::now());
+                // brokers by an earlier clock. The policy is read each time, so updates to
+                // the protection keys apply at the next scan.
+                let policy = state.protection_policy();
+                let expired = state.routes_mut().scan(Instant::now(), &policy);
                 for (_, conn) in expired {
                     close(conn);
                 }

@@ -117,4 +117,22 @@ impl Namesrv {
     pub fn connection_closed(&self, conn: ConnId) {
         self.routes_mut().connection_closed(conn);
     }
+
+    /// A connection idled out: unregister brokers it still owned, unless eviction protection
+    /// holds them.
+    pub fn connection_idled_out(&self, conn: ConnId) {
+        let policy = self.protection_policy();
+        self.routes_mut()
+            .connection_idled_out(conn, Instant::now(), &policy);
+    }
+
+    /// The eviction-protection settings in force now.
+    pub fn protection_policy(&self) -> protection::Policy {
+        protection::Policy::from_settings(&self.config().settings)
+    }
+
+    /// What eviction protection is doing (for GET_NAMESRV_CONFIG and metrics).
+    pub fn eviction_protection(&self) -> protection::ProtectionStatus {
+        self.routes().protection_status()
+    }
 }

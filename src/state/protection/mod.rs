@@ -198,6 +198,23 @@ pub struct ProtectionStatus {
     pub overdue_evictions: u64,
 }
 
+/// The warning that announces a hold: how many brokers fell silent, in which clusters, and
+/// how the hold ends.
+pub fn announcement(policy: &Policy, decision: &Decision<Judged>) -> String {
+    let clusters: BTreeSet<&str> = decision.silent.iter().map(|(k, _)| &*k.cluster).collect();
+    format!(
+        "EVICTION PROTECTION: {} of {} brokers fell silent at once (clusters: {}); keeping their \
+         routes instead of evicting them. This name server has probably lost its network or \
+         stalled. Held brokers are evicted once no more than {}% are silent, or at the latest \
+         {} s after their own timeout.",
+        decision.silent.len(),
+        decision.live,
+        clusters.into_iter().collect::<Vec<_>>().join(", "),
+        policy.threshold_percent,
+        policy.max_hold.as_secs(),
+    )
+}
+
 /// The brokers held now, and the running record of holds. Lives in the route table, which
 /// feeds it every decision.
 #[derive(Debug, Default)]
@@ -264,22 +281,12 @@ impl Holds {
         }
         self.since = Some(now);
         self.holds += 1;
-        let clusters: BTreeSet<&str> = decision.silent.iter().map(|(k, _)| &*k.cluster).collect();
-        let clusters = clusters.into_iter().collect::<Vec<_>>().join(", ");
         tracing::warn!(
             silent = decision.silent.len(),
             live = decision.live,
             held = decision.hold.len(),
-            clusters = %clusters,
-            "EVICTION PROTECTION: {} of {} brokers fell silent at once (clusters: {}); keeping \
-             their routes instead of evicting them. This name server has probably lost its \
-             network or stalled. Held brokers are evicted once no more than {}% are silent, \
-             or at the latest {} s after their own timeout.",
-            decision.silent.len(),
-            decision.live,
-            clusters,
-            policy.threshold_percent,
-            policy.max_hold.as_secs(),
+            "{}",
+            announcement(policy, decision)
         );
     }
 

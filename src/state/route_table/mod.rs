@@ -3,8 +3,9 @@
 //! [`crate::state::Namesrv`], so every rule here can be tested without a runtime.
 //!
 //! Submodules hold the operations: [`register`] (REGISTER_BROKER), [`unregister`]
-//! (UNREGISTER_BROKER, closed connections, expiry), [`query`] (routes and listings) and
-//! [`admin`] (permissions, topic registration and deletion).
+//! (UNREGISTER_BROKER, closed connections), [`expiry`] (the expiry scan and idle timeouts,
+//! under eviction protection), [`query`] (routes and listings) and [`admin`] (permissions,
+//! topic registration and deletion).
 //!
 //! Two bookkeeping fields make routes cheap to serve and registrations cheap to repeat:
 //! every topic carries a revision number that changes whenever its route could change, and
@@ -12,6 +13,9 @@
 //! [`QueueEntry::source`]).
 
 pub mod admin;
+pub mod expiry;
+#[cfg(test)]
+mod expiry_tests;
 #[cfg(test)]
 mod model_tests;
 pub mod query;
@@ -24,6 +28,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::protocol::body::{BrokerData, DataVersion, MappingInfo, Name, QueueData, TableHint};
+use crate::state::protection::{Heard, Holds};
 use crate::state::route_cache::RouteCache;
 
 /// Identifies one client connection; the "channel" of Java's broker-live table.
@@ -138,14 +143,19 @@ pub struct BrokerLive {
     pub ha_server_addr: Option<String>,
     /// Set when its last registration body is known to be fully applied.
     pub applied: Option<Applied>,
+    /// Its connection idled out since it was last heard from, and eviction protection kept
+    /// it (see [`crate::state::protection`]): it is due for eviction like an expired broker.
+    pub idled_out: bool,
 }
 
 impl BrokerLive {
-    /// Whether the broker has been silent for longer than its timeout at `now`.
-    pub fn expired(&self, now: Instant) -> bool {
-        self.last_update
-            .checked_add(self.timeout)
-            .is_some_and(|deadline| deadline < now)
+    /// What the expiry rules judge it by (its silence: see [`Heard::due`]).
+    pub fn heard(&self) -> Heard {
+        Heard {
+            last: self.last_update,
+            timeout: self.timeout,
+            idled_out: self.idled_out,
+        }
     }
 }
 
@@ -172,6 +182,8 @@ pub struct RouteTable {
     /// Bumped whenever broker data, filter servers or mappings change: everything a route
     /// shows besides the topic's own queue data.
     pub(crate) broker_epoch: u64,
+    /// Brokers eviction protection keeps, and the record of its holds.
+    pub(crate) holds: Holds,
 }
 
 impl RouteTable {
@@ -274,6 +286,7 @@ impl RouteTable {
         match self.live.get_mut(&key) {
             Some(live) => {
                 live.last_update = now;
+                live.idled_out = false;
                 true
             }
             None => false,

@@ -441,6 +441,7 @@ impl RouteTable {
                     mode: plan.mode,
                     prunes: plan.prunes,
                 }),
+                idled_out: false,
             },
         );
         // (l) filter servers.

@@ -1,5 +1,5 @@
 //! Removing brokers (NAMESRV.md §5): UNREGISTER_BROKER, a broker's connection closing, and
-//! the expiry scan.
+//! the common path of the expiry scan ([`super::expiry`]).
 //!
 //! Java queues all three to a batch thread; here they are applied at once under the table's
 //! lock, and the two implicit ones re-check their reason at that moment. A close removes only
@@ -8,8 +8,6 @@
 //! delete that registration (apache/rocketmq#11043).
 
 use std::collections::HashSet;
-
-use tokio::time::Instant;
 
 use super::{BrokerAddr, ConnId, RouteTable};
 use crate::protocol::body::Name;
@@ -153,7 +151,7 @@ impl RouteTable {
 
     /// Unregisters the brokers in `keys`. A key that no group lists (Java would leave its
     /// live entry behind for ever) just loses its live and filter-server entries.
-    fn unregister_keys(&mut self, keys: &[BrokerAddr]) {
+    pub(super) fn unregister_keys(&mut self, keys: &[BrokerAddr]) {
         let mut requests = Vec::new();
         for key in keys {
             match self.unregistration_for(key) {
@@ -169,8 +167,9 @@ impl RouteTable {
         self.unregister(&requests);
     }
 
-    /// A connection closed (or failed, or idled out): unregister every broker whose latest
-    /// registration came on it. Returns the brokers removed.
+    /// A connection closed or failed: unregister every broker whose latest registration came
+    /// on it, at once (never held: see [`super::expiry`] for idle timeouts). Returns the
+    /// brokers removed.
     pub fn connection_closed(&mut self, conn: ConnId) -> Vec<BrokerAddr> {
         let keys: Vec<BrokerAddr> = self
             .live
@@ -184,32 +183,13 @@ impl RouteTable {
         }
         keys
     }
-
-    /// The expiry scan: unregister every broker silent for longer than its timeout at `now`.
-    /// Returns the removed brokers with the connections they were registered on, which the
-    /// caller closes, as Java does.
-    pub fn expire(&mut self, now: Instant) -> Vec<(BrokerAddr, ConnId)> {
-        let expired: Vec<(BrokerAddr, ConnId)> = self
-            .live
-            .iter()
-            .filter(|(_, live)| live.expired(now))
-            .map(|(k, live)| (k.clone(), live.conn))
-            .collect();
-        if !expired.is_empty() {
-            for (key, _) in &expired {
-                let timeout = self.live.get(key).map(|l| l.timeout);
-                tracing::warn!(cluster = %key.cluster, addr = %key.addr, ?timeout, "broker expired");
-            }
-            let keys: Vec<BrokerAddr> = expired.iter().map(|(k, _)| k.clone()).collect();
-            self.unregister_keys(&keys);
-        }
-        expired
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
+
+    use tokio::time::Instant;
 
     use super::super::testing::*;
     use super::*;
