@@ -19,6 +19,8 @@
 //! - [`state`] holds the route tables (one `parking_lot::RwLock` over plain data), the liveness
 //!   rules and the route cache; [`kv`] the durable KV store. Neither sees a socket.
 //! - [`config`] is the Java-compatible configuration (properties files, Java key names).
+//! - [`admin`] is the `nsadmin` tool: mqadmin's name-server commands over a small client built
+//!   on [`protocol`]; it never touches [`state`].
 
 #![deny(
     missing_docs,
@@ -28,6 +30,7 @@
 )]
 #![forbid(unsafe_code)]
 
+pub mod admin;
 pub mod cli;
 pub mod config;
 pub mod dispatch;

@@ -12,6 +12,7 @@ mod cli;
 mod conf;
 mod crash;
 mod kv;
+mod nsadmin;
 mod protection;
 mod protocol;
 mod restart;

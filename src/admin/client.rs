@@ -1,0 +1,388 @@
+//! A small RocketMQ remoting client for the admin tool, built on [`crate::protocol`]'s frame
+//! codec: one connection per address, requests stamped like mqadmin's (version 479, language
+//! JAVA, JSON headers unless `ROCKETMQ_SERIALIZE_TYPE=ROCKETMQ`), signed when credentials are
+//! set, answers matched by `opaque`, and pipelining for the bulk reads of `diff`.
+//!
+//! Every failure becomes a [`CallError`] naming the server and the request, so the caller can
+//! print the one stderr line and choose the exit code. The byte stream is opened in one
+//! place, [`connect`]; a TLS stream plugs in there.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::Semaphore;
+use tokio::time::timeout;
+
+use super::credentials::Credentials;
+use crate::protocol::code::{request, response};
+use crate::protocol::{
+    ExtFields, FrameLimits, RemotingCommand, SerializeType, decode_frame, encode_frame, signature,
+    split_frame,
+};
+
+/// How the client talks: timeouts, header encoding and credentials.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// How long to wait for each answer (mqadmin: 5000 ms).
+    pub timeout: Duration,
+    /// How long to wait for a TCP connection (mqadmin: 3000 ms).
+    pub connect_timeout: Duration,
+    /// Header encoding of requests.
+    pub serialize_type: SerializeType,
+    /// Credentials to sign every request with, as mqadmin does with `tools.yml`.
+    pub credentials: Option<Credentials>,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            timeout: Duration::from_millis(5000),
+            connect_timeout: Duration::from_millis(3000),
+            serialize_type: SerializeType::Json,
+            credentials: None,
+        }
+    }
+}
+
+/// What went wrong with one request to one server.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// No TCP connection could be made.
+    #[error("connect failed: {0}")]
+    Connect(std::io::Error),
+    /// The connection attempt timed out.
+    #[error("connect timed out after {0} ms")]
+    ConnectTimeout(u128),
+    /// No answer in time.
+    #[error("no answer within {0} ms")]
+    Timeout(u128),
+    /// The connection broke or was closed by the server.
+    #[error("connection lost: {0}")]
+    Io(std::io::Error),
+    /// The server closed the connection before answering.
+    #[error("connection closed by the server before it answered")]
+    Closed,
+    /// The answer could not be decoded.
+    #[error("unreadable answer: {0}")]
+    BadAnswer(String),
+    /// The server answered with a non-success code.
+    #[error("CODE: {code}  DESC: {}", one_line(remark.as_deref().unwrap_or("null")))]
+    Refused {
+        /// The response code.
+        code: i32,
+        /// The response's remark.
+        remark: Option<String>,
+    },
+}
+
+impl Failure {
+    /// Whether the server answered (and said no), as opposed to not being reachable.
+    pub fn is_refusal(&self) -> bool {
+        matches!(self, Failure::Refused { .. } | Failure::BadAnswer(_))
+    }
+}
+
+/// A failed request: which server, which request, what happened.
+#[derive(Debug, thiserror::Error)]
+#[error("{server}: {} ({code}): {failure}", request_name(*code))]
+pub struct CallError {
+    /// The server's address.
+    pub server: String,
+    /// The request code.
+    pub code: i32,
+    /// What happened.
+    pub failure: Failure,
+}
+
+/// A remark on one line: Java's remarks may carry a `\nSee <FAQ url>` tail.
+fn one_line(text: &str) -> String {
+    text.split(['\r', '\n'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// RocketMQ's name for the request codes the admin tool sends.
+pub fn request_name(code: i32) -> &'static str {
+    match code {
+        request::PUT_KV_CONFIG => "PUT_KV_CONFIG",
+        request::GET_KV_CONFIG => "GET_KV_CONFIG",
+        request::DELETE_KV_CONFIG => "DELETE_KV_CONFIG",
+        request::GET_ROUTEINFO_BY_TOPIC => "GET_ROUTEINFO_BY_TOPIC",
+        request::GET_BROKER_CLUSTER_INFO => "GET_BROKER_CLUSTER_INFO",
+        request::WIPE_WRITE_PERM_OF_BROKER => "WIPE_WRITE_PERM_OF_BROKER",
+        request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER => "GET_ALL_TOPIC_LIST_FROM_NAMESERVER",
+        request::DELETE_TOPIC_IN_NAMESRV => "DELETE_TOPIC_IN_NAMESRV",
+        request::GET_KVLIST_BY_NAMESPACE => "GET_KVLIST_BY_NAMESPACE",
+        request::UPDATE_NAMESRV_CONFIG => "UPDATE_NAMESRV_CONFIG",
+        request::GET_NAMESRV_CONFIG => "GET_NAMESRV_CONFIG",
+        request::QUERY_DATA_VERSION => "QUERY_DATA_VERSION",
+        request::ADD_WRITE_PERM_OF_BROKER => "ADD_WRITE_PERM_OF_BROKER",
+        GET_BROKER_RUNTIME_INFO => "GET_BROKER_RUNTIME_INFO",
+        QUERY_TOPIC_CONSUME_BY_WHO => "QUERY_TOPIC_CONSUME_BY_WHO",
+        _ => "REQUEST",
+    }
+}
+
+/// Broker request: runtime statistics (`clusterList` asks every broker it lists).
+pub const GET_BROKER_RUNTIME_INFO: i32 = 28;
+/// Broker request: consumer groups of a topic (`topicList -c`).
+pub const QUERY_TOPIC_CONSUME_BY_WHO: i32 = 300;
+
+/// A request to build: code, ext fields and body.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The request code.
+    pub code: i32,
+    /// Ext fields (the custom header).
+    pub fields: Vec<(&'static str, String)>,
+    /// The body, if any.
+    pub body: Option<Vec<u8>>,
+}
+
+impl Request {
+    /// A request without fields or body.
+    pub fn new(code: i32) -> Self {
+        Request {
+            code,
+            fields: Vec::new(),
+            body: None,
+        }
+    }
+
+    /// Adds an ext field.
+    pub fn field(mut self, key: &'static str, value: impl Into<String>) -> Self {
+        self.fields.push((key, value.into()));
+        self
+    }
+
+    /// Sets the body.
+    pub fn body(mut self, body: Vec<u8>) -> Self {
+        self.body = Some(body);
+        self
+    }
+}
+
+/// A byte stream to a server: plain TCP today; TLS (issue 11) is another implementation.
+pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
+
+/// Opens the byte stream to `addr`: the one place where transport security is chosen.
+async fn connect(addr: &str, opts: &ClientOptions) -> Result<Box<dyn Stream>, Failure> {
+    let tcp = match timeout(opts.connect_timeout, TcpStream::connect(addr)).await {
+        Ok(Ok(tcp)) => tcp,
+        Ok(Err(e)) => return Err(Failure::Connect(e)),
+        Err(_) => return Err(Failure::ConnectTimeout(opts.connect_timeout.as_millis())),
+    };
+    tcp.set_nodelay(true).map_err(Failure::Connect)?;
+    Ok(Box::new(tcp))
+}
+
+struct Connection {
+    stream: Box<dyn Stream>,
+    buf: BytesMut,
+}
+
+/// Frames larger than any name server sends (a 1 M-topic list is ~40 MB).
+const LIMITS: FrameLimits = FrameLimits {
+    max_frame_length: 1 << 30,
+};
+
+/// Requests kept in flight on one connection by [`Client::call_many`]: enough to keep a server
+/// busy, few enough for a Java name server's request queue (50 000 for route lookups).
+pub const PIPELINE_WINDOW: usize = 512;
+
+/// The admin tool's client: one lazily opened connection per server address.
+pub struct Client {
+    opts: ClientOptions,
+    connections: HashMap<String, Connection>,
+    next_opaque: i32,
+}
+
+impl Client {
+    /// A client with no connections yet.
+    pub fn new(opts: ClientOptions) -> Self {
+        Client {
+            opts,
+            connections: HashMap::new(),
+            next_opaque: 1,
+        }
+    }
+
+    /// The options this client uses.
+    pub fn options(&self) -> &ClientOptions {
+        &self.opts
+    }
+
+    /// Builds the wire command for `req` with the given opaque, signed if credentials are set.
+    fn command(&self, req: &Request, opaque: i32) -> RemotingCommand {
+        let mut cmd = RemotingCommand::request(req.code, opaque);
+        let mut fields: ExtFields = req.fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let body = req.body.as_deref().unwrap_or_default();
+        if let Some(cred) = &self.opts.credentials {
+            fields.insert(signature::ACCESS_KEY, cred.access_key.as_str());
+            let content = signature::content(fields.iter(), body, &[]);
+            fields.insert(
+                signature::SIGNATURE,
+                signature::sign(&cred.secret_key, &content),
+            );
+        }
+        if !fields.is_empty() {
+            cmd.ext_fields = Some(fields);
+        }
+        cmd.body = req.body.clone().filter(|b| !b.is_empty()).map(Into::into);
+        cmd
+    }
+
+    async fn connection(&mut self, addr: &str) -> Result<&mut Connection, Failure> {
+        if !self.connections.contains_key(addr) {
+            let stream = connect(addr, &self.opts).await?;
+            self.connections.insert(
+                addr.to_owned(),
+                Connection {
+                    stream,
+                    buf: BytesMut::with_capacity(8192),
+                },
+            );
+        }
+        Ok(self.connections.get_mut(addr).expect("inserted above"))
+    }
+
+    /// Sends one request to `addr` and returns the answer, whatever its code.
+    pub async fn call(&mut self, addr: &str, req: &Request) -> Result<RemotingCommand, CallError> {
+        let mut answers = self.call_many(addr, std::slice::from_ref(req)).await?;
+        Ok(answers.pop().expect("one answer per request"))
+    }
+
+    /// Sends one request and requires a `SUCCESS` answer.
+    pub async fn call_ok(
+        &mut self,
+        addr: &str,
+        req: &Request,
+    ) -> Result<RemotingCommand, CallError> {
+        let answer = self.call(addr, req).await?;
+        if answer.code == response::SUCCESS {
+            Ok(answer)
+        } else {
+            Err(CallError {
+                server: addr.to_owned(),
+                code: req.code,
+                failure: Failure::Refused {
+                    code: answer.code,
+                    remark: answer.remark,
+                },
+            })
+        }
+    }
+
+    /// Sends `reqs` to `addr` pipelined (at most [`PIPELINE_WINDOW`] in flight) and returns
+    /// the answers in request order. A transport failure fails the whole batch and drops the
+    /// connection; the error names the first request still unanswered.
+    pub async fn call_many(
+        &mut self,
+        addr: &str,
+        reqs: &[Request],
+    ) -> Result<Vec<RemotingCommand>, CallError> {
+        let base = self.next_opaque;
+        self.next_opaque = self.next_opaque.wrapping_add(reqs.len() as i32 + 1);
+        if self.next_opaque <= 0 {
+            self.next_opaque = 1;
+        }
+        let mut frames = Vec::with_capacity(reqs.len());
+        for (i, req) in reqs.iter().enumerate() {
+            let mut out = BytesMut::new();
+            encode_frame(
+                &self.command(req, base.wrapping_add(i as i32)),
+                self.opts.serialize_type,
+                &mut out,
+            );
+            frames.push(out);
+        }
+        let wait = self.opts.timeout;
+        let fail = |index: usize, failure| CallError {
+            server: addr.to_owned(),
+            code: reqs.get(index).map_or(0, |r| r.code),
+            failure,
+        };
+        let conn = self.connection(addr).await.map_err(|f| fail(0, f))?;
+        let result = exchange(conn, &frames, base, wait).await;
+        match result {
+            Ok(answers) => Ok(answers),
+            Err((index, failure)) => {
+                self.connections.remove(addr);
+                Err(fail(index, failure))
+            }
+        }
+    }
+}
+
+/// Writes `frames` while reading their answers, keeping at most [`PIPELINE_WINDOW`] in
+/// flight. On failure returns the index of the first unanswered request.
+async fn exchange(
+    conn: &mut Connection,
+    frames: &[BytesMut],
+    base: i32,
+    wait: Duration,
+) -> Result<Vec<RemotingCommand>, (usize, Failure)> {
+    let window = Semaphore::new(PIPELINE_WINDOW);
+    let (mut reader, mut writer) = tokio::io::split(&mut conn.stream);
+    let buf = &mut conn.buf;
+    let write_all = async {
+        let mut pending = BytesMut::new();
+        for frame in frames {
+            if window.available_permits() == 0 && !pending.is_empty() {
+                writer.write_all(&pending).await?;
+                pending.clear();
+            }
+            window.acquire().await.expect("never closed").forget();
+            pending.extend_from_slice(frame);
+        }
+        if !pending.is_empty() {
+            writer.write_all(&pending).await?;
+        }
+        writer.flush().await
+    };
+    let read_all = async {
+        let mut answers: Vec<Option<RemotingCommand>> = vec![None; frames.len()];
+        let mut missing = frames.len();
+        while missing > 0 {
+            let first_missing = answers.iter().position(Option::is_none).unwrap_or(0);
+            let frame = loop {
+                match split_frame(buf, LIMITS) {
+                    Ok(Some(frame)) => break frame,
+                    Ok(None) => {}
+                    Err(e) => return Err((first_missing, Failure::BadAnswer(e.to_string()))),
+                }
+                match timeout(wait, reader.read_buf(buf)).await {
+                    Err(_) => return Err((first_missing, Failure::Timeout(wait.as_millis()))),
+                    Ok(Err(e)) => return Err((first_missing, Failure::Io(e))),
+                    Ok(Ok(0)) => return Err((first_missing, Failure::Closed)),
+                    Ok(Ok(_)) => {}
+                }
+            };
+            let (answer, _) = decode_frame(frame)
+                .map_err(|e| (first_missing, Failure::BadAnswer(e.to_string())))?;
+            let index = answer.opaque.wrapping_sub(base);
+            if !answer.is_response() || index < 0 || index as usize >= frames.len() {
+                continue; // not ours (a stale answer or a server-initiated request)
+            }
+            let slot = &mut answers[index as usize];
+            if slot.is_none() {
+                *slot = Some(answer);
+                missing -= 1;
+                window.add_permits(1);
+            }
+        }
+        Ok(answers
+            .into_iter()
+            .map(|a| a.expect("all answered"))
+            .collect())
+    };
+    let write_all = async { write_all.await.map_err(|e| (0usize, Failure::Io(e))) };
+    let (_, answers) = tokio::try_join!(write_all, read_all)?;
+    Ok(answers)
+}

@@ -1,0 +1,183 @@
+//! The sub-commands: stage two of the command line (typed values from the parsed options),
+//! the requests, and the output. Reads go to one name server (the next one on a connection
+//! failure, as mqadmin's client does); writes go to every name server of `-n`.
+//!
+//! Output goes to stdout as mqadmin prints it (or as JSON with `--json`); every failure is
+//! collected as a [`Problem`] for the caller to print on stderr.
+
+mod cluster;
+mod read;
+mod write;
+
+use std::hash::{BuildHasher, Hasher};
+use std::io::Write;
+
+use super::client::{CallError, Client, Failure, Request};
+use super::options::{CommandKind, CommandSpec, Parsed};
+use super::{EXIT_REFUSED, EXIT_USAGE, Problem, Setup};
+use crate::protocol::RemotingCommand;
+
+/// What a command leaves behind: the failures to report, and an exit code that replaces the
+/// one derived from them (`diff`'s 0/1/2).
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Failures, one stderr line each.
+    pub problems: Vec<Problem>,
+    /// The exit code, when the command decides it itself.
+    pub exit: Option<u8>,
+}
+
+/// Runs the command `spec` with its parsed options.
+pub async fn execute(
+    spec: &CommandSpec,
+    parsed: &Parsed,
+    setup: Setup,
+    out: &mut dyn Write,
+) -> Outcome {
+    let mut ctx = Ctx::new(setup, parsed.has("json"), out);
+    let result = match spec.kind {
+        CommandKind::ClusterList => cluster::cluster_list(&mut ctx, parsed).await,
+        CommandKind::TopicList => read::topic_list(&mut ctx, parsed).await,
+        CommandKind::TopicRoute => read::topic_route(&mut ctx, parsed).await,
+        CommandKind::TopicClusterList => read::topic_cluster_list(&mut ctx, parsed).await,
+        CommandKind::GetNamesrvConfig => read::get_namesrv_config(&mut ctx).await,
+        CommandKind::UpdateNamesrvConfig => write::update_namesrv_config(&mut ctx, parsed).await,
+        CommandKind::UpdateKvConfig => write::update_kv_config(&mut ctx, parsed).await,
+        CommandKind::DeleteKvConfig => write::delete_kv_config(&mut ctx, parsed).await,
+        CommandKind::UpdateOrderConf => write::update_order_conf(&mut ctx, parsed).await,
+        CommandKind::WipeWritePerm => write::change_write_perm(&mut ctx, parsed, true).await,
+        CommandKind::AddWritePerm => write::change_write_perm(&mut ctx, parsed, false).await,
+        CommandKind::DeleteTopic => write::delete_topic(&mut ctx, parsed).await,
+        CommandKind::Diff => {
+            let servers = ctx.servers.clone();
+            let (problems, exit) =
+                super::diff::run(&mut ctx.client, &servers, parsed, ctx.json, ctx.out).await;
+            ctx.problems.extend(problems);
+            return Outcome {
+                problems: ctx.problems,
+                exit: Some(exit),
+            };
+        }
+    };
+    if let Err(p) = result {
+        ctx.problems.push(p);
+    }
+    Outcome {
+        problems: ctx.problems,
+        exit: None,
+    }
+}
+
+/// Shared state of one command run.
+pub struct Ctx<'a> {
+    /// The client.
+    pub client: Client,
+    /// The name servers, in written order.
+    pub servers: Vec<String>,
+    /// Whether `-n` gave them (rather than `NAMESRV_ADDR`).
+    pub from_option: bool,
+    /// `--json` was given.
+    pub json: bool,
+    /// stdout.
+    pub out: &'a mut dyn Write,
+    /// Failures that do not end the command.
+    pub problems: Vec<Problem>,
+    /// The name server reads go to (chosen at random, kept while it answers).
+    chosen: usize,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(setup: Setup, json: bool, out: &'a mut dyn Write) -> Self {
+        let chosen = random_index(setup.servers.len());
+        Ctx {
+            client: Client::new(setup.client),
+            servers: setup.servers,
+            from_option: setup.from_option,
+            json,
+            out,
+            problems: Vec::new(),
+            chosen,
+        }
+    }
+
+    /// Writes `text` to stdout.
+    pub fn print(&mut self, text: &str) {
+        let _ = self.out.write_all(text.as_bytes());
+    }
+
+    /// Prints `value` as one JSON document and a newline.
+    pub fn print_json(&mut self, value: &serde_json::Value) {
+        let text = serde_json::to_string_pretty(value).expect("a Value always serializes");
+        self.print(&text);
+        self.print("\n");
+    }
+
+    /// Sends a read to one name server and requires success. A server that cannot be
+    /// reached is skipped for the next one, as mqadmin's client does.
+    pub async fn read_one(&mut self, req: &Request) -> Result<RemotingCommand, Problem> {
+        let n = self.servers.len();
+        let mut last: Option<CallError> = None;
+        for step in 0..n {
+            let index = (self.chosen + step) % n;
+            let addr = self.servers[index].clone();
+            match self.client.call_ok(&addr, req).await {
+                Ok(answer) => {
+                    self.chosen = index;
+                    return Ok(answer);
+                }
+                Err(e) if matches!(e.failure, Failure::Connect(_) | Failure::ConnectTimeout(_)) => {
+                    last = Some(e);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(last.expect("at least one server").into())
+    }
+
+    /// The address reads currently go to.
+    pub fn read_server(&self) -> &str {
+        &self.servers[self.chosen]
+    }
+
+    /// Sends a write to every name server, one after the other; returns the successful
+    /// answers with their server and records every failure.
+    pub async fn write_all(&mut self, req: &Request) -> Vec<(String, RemotingCommand)> {
+        let mut ok = Vec::new();
+        for addr in self.servers.clone() {
+            match self.client.call_ok(&addr, req).await {
+                Ok(answer) => ok.push((addr, answer)),
+                Err(e) => self.problems.push(e.into()),
+            }
+        }
+        ok
+    }
+}
+
+/// A usage problem (exit 1) with commons-cli's or our own message.
+pub fn usage(text: impl Into<String>) -> Problem {
+    Problem {
+        text: text.into(),
+        exit: EXIT_USAGE,
+    }
+}
+
+/// A problem with an answer (exit 3), naming the server.
+pub fn bad_answer(server: &str, what: impl std::fmt::Display) -> Problem {
+    Problem {
+        text: format!("{server}: {what}"),
+        exit: EXIT_REFUSED,
+    }
+}
+
+/// The value of a required option, trimmed as mqadmin trims it.
+pub fn required<'p>(parsed: &'p Parsed, long: &str) -> &'p str {
+    parsed.value(long).map(str::trim).unwrap_or_default()
+}
+
+/// A random index below `n` (mqadmin picks the first name server at random), from the
+/// standard library's per-process random hash keys.
+fn random_index(n: usize) -> usize {
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_usize(n);
+    (h.finish() % n.max(1) as u64) as usize
+}

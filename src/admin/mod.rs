@@ -1,0 +1,272 @@
+//! `nsadmin`: mqadmin's name-server commands, without a JVM, plus `diff`, a check that the
+//! name servers of a cluster agree.
+//!
+//! Layers: [`options`] parses the command line as mqadmin (commons-cli) does; [`commands`]
+//! runs one sub-command over a [`client::Client`] and prints mqadmin's output formats
+//! ([`format`]) or JSON; [`diff`] compares the name servers; [`decode`] reads the answers'
+//! bodies; [`credentials`] finds `tools.yml`. The client is built on [`crate::protocol`]
+//! only: the admin tool never touches the server's state.
+//!
+//! Exit codes (unlike mqadmin, which exits 0 after a failure): 0 success; 1 the command line
+//! was wrong (or, for `diff`, the name servers differ); 2 a server could not be asked
+//! (connection refused, timeout, connection lost, no address); 3 a server refused the request
+//! (a non-success response code) or answered with something unreadable. Each failure is one
+//! line on stderr naming the server, the request and the code/remark.
+
+pub mod client;
+pub mod commands;
+pub mod credentials;
+pub mod decode;
+pub mod diff;
+pub mod format;
+pub mod options;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use client::{CallError, ClientOptions};
+use options::{CommandSpec, UsageError};
+
+use crate::protocol::SerializeType;
+
+/// Success.
+pub const EXIT_OK: u8 = 0;
+/// Wrong command line; for `diff`: the name servers differ.
+pub const EXIT_USAGE: u8 = 1;
+/// A server could not be asked.
+pub const EXIT_UNREACHABLE: u8 = 2;
+/// A server refused the request or answered with something unreadable.
+pub const EXIT_REFUSED: u8 = 3;
+
+/// The environment variables the tool reads, gathered once by the binary.
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    /// `NAMESRV_ADDR`: the address list when `-n` is absent.
+    pub namesrv_addr: Option<String>,
+    /// `ROCKETMQ_HOME`: where `conf/tools.yml` lives.
+    pub rocketmq_home: Option<PathBuf>,
+    /// `NSADMIN_CREDENTIALS`: a credentials file, used unless `--credentials` is given.
+    pub credentials_file: Option<PathBuf>,
+    /// `ROCKETMQ_SERIALIZE_TYPE`: `JSON` (default) or `ROCKETMQ` request headers.
+    pub serialize_type: Option<String>,
+}
+
+impl Env {
+    /// Reads the variables from the process environment.
+    pub fn from_process() -> Self {
+        let var = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
+        Env {
+            namesrv_addr: var("NAMESRV_ADDR"),
+            rocketmq_home: var("ROCKETMQ_HOME").map(PathBuf::from),
+            credentials_file: var("NSADMIN_CREDENTIALS").map(PathBuf::from),
+            serialize_type: var("ROCKETMQ_SERIALIZE_TYPE"),
+        }
+    }
+}
+
+/// A failure to report: one stderr line and the exit code it implies.
+#[derive(Debug)]
+pub struct Problem {
+    /// The line (without the `nsadmin: ` prefix).
+    pub text: String,
+    /// [`EXIT_UNREACHABLE`] or [`EXIT_REFUSED`] (or [`EXIT_USAGE`]).
+    pub exit: u8,
+}
+
+impl From<CallError> for Problem {
+    fn from(e: CallError) -> Self {
+        let exit = if e.failure.is_refusal() {
+            EXIT_REFUSED
+        } else {
+            EXIT_UNREACHABLE
+        };
+        Problem {
+            text: e.to_string(),
+            exit,
+        }
+    }
+}
+
+impl From<UsageError> for Problem {
+    fn from(e: UsageError) -> Self {
+        Problem {
+            text: e.0,
+            exit: EXIT_USAGE,
+        }
+    }
+}
+
+/// Runs `nsadmin` with `args` (without the program name); returns the exit code.
+pub async fn run(args: &[String], env: &Env, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let Some(first) = args.first() else {
+        let _ = out.write_all(options::command_list().as_bytes());
+        return EXIT_OK;
+    };
+    match first.as_str() {
+        "-h" | "--help" => {
+            let _ = out.write_all(options::command_list().as_bytes());
+            return EXIT_OK;
+        }
+        "--version" | "-V" => {
+            let _ = writeln!(out, "nsadmin {}", env!("CARGO_PKG_VERSION"));
+            return EXIT_OK;
+        }
+        "help" if args.len() == 2 => {
+            return match options::find(&args[1]) {
+                Some(spec) => {
+                    let _ = out.write_all(spec.usage().as_bytes());
+                    EXIT_OK
+                }
+                None => unknown_command(&args[1], err),
+            };
+        }
+        _ => {}
+    }
+    let Some(spec) = options::find(first) else {
+        return unknown_command(first, err);
+    };
+    let parsed = match spec.parse(&args[1..]) {
+        Ok(p) if p.has("help") => {
+            let _ = out.write_all(spec.usage().as_bytes());
+            return EXIT_OK;
+        }
+        Ok(p) => p,
+        Err(e) => return usage_error(spec, &e.0, err),
+    };
+    let setup = match Setup::new(&parsed, env) {
+        Ok(s) => s,
+        Err(p) if p.exit == EXIT_USAGE => return usage_error(spec, &p.text, err),
+        Err(p) => return report(&[p], err),
+    };
+    for warning in &setup.warnings {
+        let _ = writeln!(err, "nsadmin: warning: {warning}");
+    }
+    let outcome = commands::execute(spec, &parsed, setup, out).await;
+    let _ = out.flush();
+    // A value the command itself rejects (`-m`, `-i`, a blank `-v`) is a usage error too.
+    if let Some(p) = outcome
+        .problems
+        .iter()
+        .find(|p| p.exit == EXIT_USAGE && outcome.exit.is_none())
+    {
+        return usage_error(spec, &p.text, err);
+    }
+    let code = report(&outcome.problems, err);
+    outcome.exit.unwrap_or(code)
+}
+
+/// What every command needs: the address list and a configured client.
+pub struct Setup {
+    /// The `-n` (or `NAMESRV_ADDR`) addresses, in written order, without duplicates.
+    pub servers: Vec<String>,
+    /// Whether the list came from `-n` (mqadmin prints it in some messages only then).
+    pub from_option: bool,
+    /// Client settings.
+    pub client: ClientOptions,
+    /// Non-fatal notes for stderr (an unusable default `tools.yml`).
+    pub warnings: Vec<String>,
+}
+
+impl Setup {
+    fn new(parsed: &options::Parsed, env: &Env) -> Result<Setup, Problem> {
+        let usage = |text: String| Problem {
+            text,
+            exit: EXIT_USAGE,
+        };
+        let (list, from_option) = match (parsed.value("namesrvAddr"), &env.namesrv_addr) {
+            (Some(n), _) => (n.to_owned(), true),
+            (None, Some(n)) => (n.clone(), false),
+            (None, None) => {
+                return Err(usage(
+                    "no name server address: give -n 'host:port;host:port' or set NAMESRV_ADDR"
+                        .into(),
+                ));
+            }
+        };
+        let servers = split_addrs(&list);
+        if servers.is_empty() {
+            return Err(usage(format!("no name server address in '{list}'")));
+        }
+        let mut client = ClientOptions::default();
+        if let Some(ms) = parsed.value("timeout") {
+            match ms.trim().parse::<u64>() {
+                Ok(ms) if ms > 0 => client.timeout = Duration::from_millis(ms),
+                _ => {
+                    return Err(usage(format!(
+                        "--timeout must be a positive number of milliseconds, not '{ms}'"
+                    )));
+                }
+            }
+        }
+        if let Some(name) = &env.serialize_type {
+            client.serialize_type = SerializeType::from_name(name).ok_or_else(|| {
+                usage(format!(
+                    "ROCKETMQ_SERIALIZE_TYPE must be JSON or ROCKETMQ, not '{name}'"
+                ))
+            })?;
+        }
+        let mut warnings = Vec::new();
+        let found = credentials::find(
+            parsed.value("credentials").map(std::path::Path::new),
+            env.credentials_file.as_deref(),
+            env.rocketmq_home.as_deref(),
+        )
+        .map_err(|e| usage(e.to_string()))?;
+        match found {
+            credentials::Found::Sign(c) => client.credentials = Some(c),
+            credentials::Found::Unsigned => {}
+            credentials::Found::UnsignedWithWarning(w) => warnings.push(w),
+        }
+        Ok(Setup {
+            servers,
+            from_option,
+            client,
+            warnings,
+        })
+    }
+}
+
+/// Splits an address list as mqadmin does: an `http://…/host:port` value is cut to the text
+/// after its last `/`; items are separated by `;`. Unlike mqadmin, items are trimmed, empty
+/// items and repeats are dropped, and the written order is kept (mqadmin shuffles).
+pub fn split_addrs(list: &str) -> Vec<String> {
+    let list = list.trim();
+    let list = match list.strip_prefix("http://") {
+        Some(rest) => rest.rsplit('/').next().unwrap_or(rest),
+        None => list,
+    };
+    let mut out: Vec<String> = Vec::new();
+    for item in list.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        if !out.iter().any(|s| s == item) {
+            out.push(item.to_owned());
+        }
+    }
+    out
+}
+
+fn unknown_command(name: &str, err: &mut dyn Write) -> u8 {
+    let _ = writeln!(
+        err,
+        "The sub command {name} not exist.\nSee 'nsadmin' for the list of commands."
+    );
+    EXIT_USAGE
+}
+
+fn usage_error(spec: &CommandSpec, message: &str, err: &mut dyn Write) -> u8 {
+    let _ = writeln!(err, "{message}");
+    let _ = err.write_all(spec.usage().as_bytes());
+    EXIT_USAGE
+}
+
+/// Prints each problem on one stderr line and returns the exit code they imply: the usage
+/// code if any, else "unreachable" if any server could not be asked, else "refused".
+fn report(problems: &[Problem], err: &mut dyn Write) -> u8 {
+    for p in problems {
+        let _ = writeln!(err, "nsadmin: {}", p.text);
+    }
+    [EXIT_USAGE, EXIT_UNREACHABLE, EXIT_REFUSED, EXIT_OK]
+        .into_iter()
+        .find(|code| *code == EXIT_OK || problems.iter().any(|p| p.exit == *code))
+        .unwrap_or(EXIT_OK)
+}

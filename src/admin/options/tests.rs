@@ -1,0 +1,92 @@
+//! The parser against commons-cli's rules and messages.
+
+use super::*;
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+fn spec(name: &str) -> &'static CommandSpec {
+    find(name).unwrap()
+}
+
+#[test]
+fn commands_match_ignoring_case() {
+    assert_eq!(find("CLUSTERLIST").unwrap().kind, CommandKind::ClusterList);
+    assert_eq!(find("topicroute").unwrap().kind, CommandKind::TopicRoute);
+    assert!(find("kvList").is_none());
+}
+
+#[test]
+fn short_long_attached_and_prefixed_forms() {
+    let s = spec("updateKvConfig");
+    for form in [
+        &["-s", "NS", "-k", "K", "-v", "V"][..],
+        &["-sNS", "-kK", "-vV"],
+        &["--namespace", "NS", "--key=K", "--value", "V"],
+        &["-namespace", "NS", "--ke", "K", "-v=V"],
+    ] {
+        let p = s
+            .parse(&args(form))
+            .unwrap_or_else(|e| panic!("{form:?}: {e}"));
+        assert_eq!(
+            (p.value("namespace"), p.value("key"), p.value("value")),
+            (Some("NS"), Some("K"), Some("V")),
+            "{form:?}"
+        );
+    }
+    let p = spec("clusterList").parse(&args(&["-mi", "5"])).unwrap();
+    assert!(p.has("moreStats"));
+    assert_eq!(p.value("interval"), Some("5"));
+}
+
+#[test]
+fn errors_use_commons_cli_messages() {
+    let s = spec("updateKvConfig");
+    let msg = |a: &[&str]| s.parse(&args(a)).unwrap_err().0;
+    assert_eq!(msg(&["-k", "K", "-v", "V"]), "Missing required option: s");
+    assert_eq!(msg(&["-v", "V"]), "Missing required options: s, k");
+    assert_eq!(msg(&["-x"]), "Unrecognized option: -x");
+    assert_eq!(
+        msg(&["-s", "NS", "-k", "K", "-v"]),
+        "Missing argument for option: v"
+    );
+    assert_eq!(
+        msg(&["-s", "NS", "-k", "K", "-v", "V", "extra"]),
+        "Unexpected argument: extra"
+    );
+    // -h skips the required-option check.
+    assert!(s.parse(&args(&["-h"])).unwrap().has("help"));
+}
+
+#[test]
+fn usage_is_sorted_and_marks_required_options() {
+    let text = spec("topicRoute").usage();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "usage: nsadmin topicRoute [--credentials <arg>] [-h] [--json] [-l] [-n <arg>] -t <arg> [--timeout <arg>]"
+    );
+    assert_eq!(
+        lines.next().unwrap(),
+        "    --credentials <arg>   tools.yml-style file with accessKey/secretKey to sign requests with"
+    );
+    assert_eq!(
+        lines.next().unwrap(),
+        " -h,--help                Print help"
+    );
+    assert!(text.contains(" -t,--topic <arg>         topic name\n"));
+    for c in COMMANDS {
+        assert!(c.usage().lines().all(|l| l.len() <= 110), "{}", c.name);
+    }
+}
+
+#[test]
+fn command_list_has_mqadmins_layout() {
+    let text = command_list();
+    assert!(text.starts_with("The most commonly used nsadmin commands are:\n   deleteTopic "));
+    assert!(text.contains("\n   clusterList                         List cluster infos.\n"));
+    assert!(text.ends_with(
+        "\n\nSee 'nsadmin help <command>' for more information on a specific command.\n"
+    ));
+}

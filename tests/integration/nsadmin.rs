@@ -1,0 +1,733 @@
+//! The built `nsadmin` binary against our server: mqadmin's outputs byte for byte, writes
+//! that reach every name server, exit codes and stderr lines, signing, and `diff` over three
+//! servers that disagree.
+//!
+//! Each run gets a clean environment (no `NAMESRV_ADDR`, `ROCKETMQ_HOME`, …) unless a test
+//! sets one, and runs on a blocking thread so the in-process servers keep answering.
+
+use std::net::SocketAddr;
+use std::process::Command;
+
+use bytes::BytesMut;
+use namesrv::protocol::code::{request, response};
+use namesrv::protocol::{
+    FrameLimits, RemotingCommand, SerializeType, decode_frame, encode_frame, signature, split_frame,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use crate::harness::{TestClient, TestServer, register, route};
+
+const BIN: &str = env!("CARGO_BIN_EXE_nsadmin");
+
+/// What one run printed and returned.
+#[derive(Debug)]
+struct Run {
+    out: String,
+    err: String,
+    code: i32,
+}
+
+/// Runs `nsadmin` with `line` split at spaces (an argument with spaces needs [`nsadmin_argv`]).
+async fn nsadmin_env(line: &str, envs: &[(&str, &str)]) -> Run {
+    nsadmin_argv(&line.split_whitespace().collect::<Vec<_>>(), envs).await
+}
+
+async fn nsadmin_argv(args: &[&str], envs: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args);
+    for var in [
+        "NAMESRV_ADDR",
+        "ROCKETMQ_HOME",
+        "NSADMIN_CREDENTIALS",
+        "ROCKETMQ_SERIALIZE_TYPE",
+    ] {
+        cmd.env_remove(var);
+    }
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let output = tokio::task::spawn_blocking(move || cmd.output().expect("nsadmin runs"))
+        .await
+        .unwrap();
+    Run {
+        out: String::from_utf8(output.stdout).unwrap(),
+        err: String::from_utf8(output.stderr).unwrap(),
+        code: output.status.code().expect("exited"),
+    }
+}
+
+async fn nsadmin(line: &str) -> Run {
+    nsadmin_env(line, &[]).await
+}
+
+/// A loopback address where nothing listens.
+fn dead_addr() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    drop(l);
+    addr.to_string()
+}
+
+/// A server with broker-a (TopicA 8/8, TopicB 4/4) registered; keep the client alive.
+async fn with_broker() -> (TestServer, TestClient) {
+    let server = TestServer::start().await;
+    let mut broker = server.client().await;
+    register(
+        &mut broker,
+        "broker-a",
+        "127.0.0.1:1",
+        "0",
+        1,
+        &["TopicA", "TopicB"],
+    )
+    .await;
+    (server, broker)
+}
+
+/// The perm of the first queue data of a route answer.
+fn route_perm(resp: &RemotingCommand) -> i64 {
+    let v: serde_json::Value = serde_json::from_slice(resp.body_bytes()).unwrap();
+    v["queueDatas"][0]["perm"].as_i64().unwrap()
+}
+
+async fn kv_value(addr: SocketAddr, ns: &str, key: &str) -> Option<String> {
+    let mut c = TestClient::connect(addr).await;
+    let resp = c
+        .call(
+            request::GET_KV_CONFIG,
+            &[("namespace", ns), ("key", key)],
+            None,
+        )
+        .await;
+    resp.ext("value").map(str::to_owned)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_commands_print_mqadmins_formats() {
+    let (server, _broker) = with_broker().await;
+    let n = server.addr.to_string();
+
+    let r = nsadmin(&format!("topicRoute -n {} -t TopicB", n)).await;
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(
+        r.out,
+        "{\n\t\"brokerDatas\":[\n\t\t{\n\t\t\t\"brokerAddrs\":{0:\"127.0.0.1:1\"\n\t\t\t},\n\t\t\t\"brokerName\":\"broker-a\",\n\t\t\t\"cluster\":\"DefaultCluster\",\n\t\t\t\"enableActingMaster\":false\n\t\t}\n\t],\n\t\"filterServerTable\":{},\n\t\"queueDatas\":[\n\t\t{\n\t\t\t\"brokerName\":\"broker-a\",\n\t\t\t\"perm\":6,\n\t\t\t\"readQueueNums\":4,\n\t\t\t\"topicSysFlag\":0,\n\t\t\t\"writeQueueNums\":4\n\t\t}\n\t]\n}\n"
+    );
+    assert_eq!(r.err, "");
+
+    let r = nsadmin(&format!("topicroute -n {} -t TopicB -l", n)).await;
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(
+        r.out.lines().nth(1).unwrap().trim_end(),
+        format!(
+            "{:<45} {:<32} {:<50} {:<10} {:<11} {}",
+            "DefaultCluster", "broker-a", "{0=127.0.0.1:1}", 4, 4, 6
+        )
+    );
+
+    let r = nsadmin(&format!("topicRoute -n {} -t TopicB --json", n)).await;
+    let v: serde_json::Value = serde_json::from_str(&r.out).expect("--json is real JSON");
+    assert_eq!(v["brokerDatas"][0]["brokerAddrs"]["0"], "127.0.0.1:1");
+    assert_eq!(v["queueDatas"][0]["perm"], 6);
+
+    let r = nsadmin(&format!("topicList -n {}", n)).await;
+    assert_eq!(r.code, 0, "{r:?}");
+    let mut topics: Vec<&str> = r.out.lines().collect();
+    topics.sort();
+    assert_eq!(topics, ["TopicA", "TopicB"]);
+    let v: serde_json::Value =
+        serde_json::from_str(&nsadmin(&format!("topicList -n {} --json", n)).await.out).unwrap();
+    assert_eq!(v["topicList"], serde_json::json!(["TopicA", "TopicB"]));
+
+    let r = nsadmin(&format!("topicClusterList -n {} -t TopicA", n)).await;
+    assert_eq!((r.code, r.out.as_str()), (0, "DefaultCluster\n"), "{r:?}");
+
+    // The broker address is fake: its row is printed with mqadmin's placeholders, and the
+    // failed GET_BROKER_RUNTIME_INFO makes the exit code 2.
+    let r = nsadmin(&format!("clusterList -n {}", n)).await;
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.out
+            .starts_with("#Cluster Name           #Broker Name            #BID  #Addr"),
+        "{r:?}"
+    );
+    assert!(
+        r.out
+            .contains("\nDefaultCluster          broker-a                0     127.0.0.1:1 "),
+        "{r:?}"
+    );
+    assert_eq!(r.err.lines().count(), 1, "{r:?}");
+    assert!(
+        r.err
+            .starts_with("nsadmin: 127.0.0.1:1: GET_BROKER_RUNTIME_INFO (28): "),
+        "{r:?}"
+    );
+    let r = nsadmin(&format!("clusterList -n {} --json", n)).await;
+    let v: serde_json::Value = serde_json::from_str(&r.out).unwrap();
+    assert_eq!(v["clusterAddrTable"]["DefaultCluster"][0], "broker-a");
+    assert!(v["brokerRuntimeStats"]["127.0.0.1:1"].is_null());
+
+    let r = nsadmin(&format!("getNamesrvConfig -n {}", n)).await;
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.out.starts_with(&format!("============{n}============\n")),
+        "{r:?}"
+    );
+    assert!(
+        r.out
+            .contains(&format!("{:<50}=  false\n", "orderMessageEnable")),
+        "{r:?}"
+    );
+    let v: serde_json::Value = serde_json::from_str(
+        &nsadmin(&format!("getNamesrvConfig -n {} --json", n))
+            .await
+            .out,
+    )
+    .unwrap();
+    assert_eq!(v[&n]["orderMessageEnable"], "false");
+
+    // Binary headers work too.
+    let r = nsadmin_env(
+        &format!("topicClusterList -n {} -t TopicA", n),
+        &[("ROCKETMQ_SERIALIZE_TYPE", "ROCKETMQ")],
+    )
+    .await;
+    assert_eq!((r.code, r.out.as_str()), (0, "DefaultCluster\n"), "{r:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_exit_non_zero_with_one_stderr_line() {
+    let (server, _broker) = with_broker().await;
+    let n = server.addr.to_string();
+
+    let r = nsadmin(&format!("topicRoute -n {} -t NoSuchTopic", n)).await;
+    assert_eq!((r.code, r.out.as_str()), (3, ""), "{r:?}");
+    assert_eq!(r.err.lines().count(), 1, "{r:?}");
+    assert!(
+        r.err.starts_with(&format!(
+            "nsadmin: {n}: GET_ROUTEINFO_BY_TOPIC (105): CODE: 17  DESC: No topic route info"
+        )),
+        "{r:?}"
+    );
+
+    let dead = dead_addr();
+    let r = nsadmin(&format!("topicList -n {}", dead)).await;
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.err.starts_with(&format!(
+            "nsadmin: {dead}: GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206): connect failed"
+        )),
+        "{r:?}"
+    );
+
+    // A read skips an unreachable name server, as mqadmin's client does.
+    let r = nsadmin(&format!("topicClusterList -n {dead};{n} -t TopicA")).await;
+    assert_eq!((r.code, r.out.as_str()), (0, "DefaultCluster\n"), "{r:?}");
+
+    // A server that accepts and never answers: a timeout.
+    let silent = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_addr = silent.local_addr().unwrap().to_string();
+    let hold = tokio::spawn(async move {
+        let (_conn, _) = silent.accept().await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+    });
+    let r = nsadmin(&format!(
+        "getNamesrvConfig -n {} --timeout 300",
+        silent_addr
+    ))
+    .await;
+    hold.abort();
+    assert_eq!(r.code, 2, "{r:?}");
+    assert_eq!(
+        r.err,
+        format!("nsadmin: {silent_addr}: GET_NAMESRV_CONFIG (319): no answer within 300 ms\n")
+    );
+
+    // Refused: a black-listed key.
+    let r = nsadmin(&format!(
+        "updateNamesrvConfig -n {} -k configStorePath -v /tmp/x",
+        n
+    ))
+    .await;
+    assert_eq!((r.code, r.out.as_str()), (3, ""), "{r:?}");
+    assert_eq!(
+        r.err,
+        format!(
+            "nsadmin: {n}: UPDATE_NAMESRV_CONFIG (318): CODE: 16  DESC: Can not update config in black list.\n"
+        )
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_reach_every_name_server() {
+    let (a, _broker_a) = with_broker().await;
+    let (b, _broker_b) = with_broker().await;
+    let both = format!("{};{}", a.addr, b.addr);
+
+    // Values are trimmed, as mqadmin trims them.
+    let kv_args = [
+        "updateKvConfig",
+        "-n",
+        &both,
+        "-s",
+        "NS",
+        "-k",
+        "K",
+        "-v",
+        " V1 ",
+    ];
+    let r = nsadmin_argv(&kv_args, &[]).await;
+    assert_eq!(
+        (r.code, r.out.as_str(), r.err.as_str()),
+        (0, "create or update kv config to namespace success.\n", "")
+    );
+    for s in [&a, &b] {
+        assert_eq!(kv_value(s.addr, "NS", "K").await.as_deref(), Some("V1"));
+    }
+    let r = nsadmin(&format!("deleteKvConfig -n {} -s NS -k K", both)).await;
+    assert_eq!(
+        (r.code, r.out.as_str()),
+        (0, "delete kv config from namespace success.\n")
+    );
+    assert_eq!(kv_value(b.addr, "NS", "K").await, None);
+
+    let r = nsadmin(&format!(
+        "updateOrderConf -n {} -t TopicA -m put -v broker-a:4",
+        both
+    ))
+    .await;
+    assert_eq!(
+        (r.code, r.out.as_str()),
+        (
+            0,
+            "update orderConf success. topic=[TopicA], orderConf=[broker-a:4]"
+        )
+    );
+    let r = nsadmin(&format!("updateOrderConf -n {} -t TopicA -m get", b.addr)).await;
+    assert_eq!(
+        (r.code, r.out.as_str()),
+        (
+            0,
+            "get orderConf success. topic=[TopicA], orderConf=[broker-a:4] "
+        )
+    );
+    let r = nsadmin(&format!("updateOrderConf -n {} -t TopicA -m delete", both)).await;
+    assert_eq!(
+        (r.code, r.out.as_str()),
+        (0, "delete orderConf success. topic=[TopicA]")
+    );
+    let r = nsadmin(&format!("updateOrderConf -n {} -t TopicA -m get", both)).await;
+    assert_eq!(r.code, 3, "not found is a refusal: {r:?}");
+    let r = nsadmin(&format!("updateOrderConf -n {} -t TopicA -m put", both)).await;
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.err
+            .starts_with("please set orderConf with option -v.\nusage: nsadmin updateOrderConf"),
+        "{r:?}"
+    );
+
+    let r = nsadmin(&format!(
+        "updateNamesrvConfig -n {} -k orderMessageEnable -v true",
+        both
+    ))
+    .await;
+    assert_eq!(
+        r.out,
+        format!(
+            "update name server config success![{}, {}]\norderMessageEnable : true\n",
+            a.addr, b.addr
+        )
+    );
+    let r = nsadmin_env(
+        "updateNamesrvConfig -k orderMessageEnable -v false",
+        &[("NAMESRV_ADDR", &both)],
+    )
+    .await;
+    assert_eq!(
+        r.out, "update name server config success!\norderMessageEnable : false\n",
+        "{r:?}"
+    );
+
+    // One unreachable name server: the others are still changed, its line says Failed.
+    let dead = dead_addr();
+    let three = format!("{both};{dead}");
+    let r = nsadmin(&format!("wipeWritePerm -n {} -b broker-a", three)).await;
+    assert_eq!(r.code, 2, "{r:?}");
+    assert_eq!(
+        r.out,
+        format!(
+            "wipe write perm of broker[broker-a] in name server[{}] OK, 2\nwipe write perm of broker[broker-a] in name server[{}] OK, 2\nwipe write perm of broker[broker-a] in name server[{dead}] Failed\n",
+            a.addr, b.addr
+        )
+    );
+    assert_eq!(r.err.lines().count(), 1, "{r:?}");
+    let mut c = b.client().await;
+    assert!(route_perm(&route(&mut c, "TopicA").await) == 4);
+    let r = nsadmin(&format!("addWritePerm -n {} -b broker-a", both)).await;
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.out.starts_with(&format!(
+        "add write perm of broker[broker-a] in name server[{}] OK, 2\n",
+        a.addr
+    )));
+    assert!(route_perm(&route(&mut c, "TopicA").await) == 6);
+
+    let r = nsadmin(&format!(
+        "deleteTopic -n {} -t TopicB -c DefaultCluster",
+        both
+    ))
+    .await;
+    assert_eq!(
+        (r.code, r.out.as_str()),
+        (0, "delete topic [TopicB] from NameServer success.\n"),
+        "{r:?}"
+    );
+    assert!(r.err.contains("brokers were not touched"), "{r:?}");
+    assert_eq!(
+        route(&mut c, "TopicB").await.code,
+        response::TOPIC_NOT_EXIST
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_errors_and_help() {
+    let r = nsadmin("").await;
+    assert_eq!(r.code, 0);
+    assert!(
+        r.out
+            .starts_with("The most commonly used nsadmin commands are:\n")
+    );
+    assert_eq!(nsadmin("--help").await.out, r.out);
+    let r = nsadmin("help wipeWritePerm").await;
+    assert_eq!(r.code, 0);
+    assert!(
+        r.out.starts_with("usage: nsadmin wipeWritePerm -b <arg>"),
+        "{r:?}"
+    );
+    let r = nsadmin("topicRoute -h").await;
+    assert_eq!(r.code, 0);
+    assert!(r.out.starts_with("usage: nsadmin topicRoute"), "{r:?}");
+
+    let r = nsadmin("topicRoute -n 127.0.0.1:1").await;
+    assert_eq!(
+        (r.code, r.out.as_str()),
+        (1, ""),
+        "usage errors go to stderr"
+    );
+    assert!(
+        r.err
+            .starts_with("Missing required option: t\nusage: nsadmin topicRoute"),
+        "{r:?}"
+    );
+    let r = nsadmin("topicRoute -t T --bogus").await;
+    assert_eq!(r.code, 1);
+    assert!(r.err.starts_with("Unrecognized option: --bogus\n"), "{r:?}");
+    let r = nsadmin("noSuchCommand").await;
+    assert_eq!(r.code, 1);
+    assert!(
+        r.err
+            .starts_with("The sub command noSuchCommand not exist."),
+        "{r:?}"
+    );
+    let r = nsadmin("topicList").await;
+    assert_eq!(r.code, 1, "no -n and no NAMESRV_ADDR: {r:?}");
+    let r = nsadmin("updateKvConfig -n 127.0.0.1:1 -s a -k b -v c --json").await;
+    assert_eq!(r.code, 1, "--json is for read commands only: {r:?}");
+}
+
+/// Accepts one connection, answers every request with SUCCESS and hands the requests back.
+async fn recording_server() -> (String, tokio::task::JoinHandle<Vec<RemotingCommand>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let task = tokio::spawn(async move {
+        let (mut conn, _) = listener.accept().await.unwrap();
+        let mut buf = BytesMut::new();
+        let mut seen = Vec::new();
+        loop {
+            while let Some(frame) = split_frame(&mut buf, FrameLimits::default()).unwrap() {
+                let (req, _) = decode_frame(frame).unwrap();
+                let mut resp = RemotingCommand::success();
+                resp.opaque = req.opaque;
+                let mut out = BytesMut::new();
+                encode_frame(&resp, SerializeType::Json, &mut out);
+                conn.write_all(&out).await.unwrap();
+                seen.push(req);
+            }
+            if conn.read_buf(&mut buf).await.unwrap_or(0) == 0 {
+                return seen;
+            }
+        }
+    });
+    (addr, task)
+}
+
+fn assert_signed(req: &RemotingCommand, access_key: &str, secret: &str) {
+    let fields = req
+        .ext_fields
+        .as_ref()
+        .expect("signed requests have ext fields");
+    assert_eq!(fields.get(signature::ACCESS_KEY), Some(access_key));
+    let content = signature::content(fields.iter(), req.body_bytes(), &[]);
+    assert!(
+        signature::verify(secret, &content, fields.get(signature::SIGNATURE).unwrap()),
+        "{req:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_are_signed_from_tools_yml_or_an_explicit_file() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir(home.path().join("conf")).unwrap();
+    std::fs::write(
+        home.path().join("conf/tools.yml"),
+        "accessKey: rocketmq2\nsecretKey: 12345678\n",
+    )
+    .unwrap();
+    let home_var = home.path().to_str().unwrap();
+
+    let (addr, seen) = recording_server().await;
+    let r = nsadmin_env(
+        &format!(
+            "updateKvConfig -n {} -s ORDER_TOPIC_CONFIG -k TopicA -v broker-a:4",
+            addr
+        ),
+        &[("ROCKETMQ_HOME", home_var)],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{r:?}");
+    let reqs = seen.await.unwrap();
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(reqs[0].code, request::PUT_KV_CONFIG);
+    assert_eq!(reqs[0].version, 479);
+    // AUTH.md worked example A.
+    assert_eq!(
+        reqs[0].ext(signature::SIGNATURE),
+        Some("BHyL2i6Jhheq2uJ+0fRvM6zcQfU=")
+    );
+
+    // An explicit file wins over tools.yml, and bodies are signed too.
+    let other = home.path().join("other.yml");
+    std::fs::write(&other, "accessKey: admin-key\nsecretKey: s3cret-value\n").unwrap();
+    let (addr, seen) = recording_server().await;
+    let r = nsadmin_env(
+        &format!(
+            "updateNamesrvConfig -n {} -k a -v b --credentials {}",
+            addr,
+            other.to_str().unwrap()
+        ),
+        &[("ROCKETMQ_HOME", home_var)],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{r:?}");
+    let reqs = seen.await.unwrap();
+    assert_eq!(reqs[0].body_bytes(), b"a=b\n");
+    assert_signed(&reqs[0], "admin-key", "s3cret-value");
+
+    // The environment variable works the same way; a broken explicit file is an error.
+    let (addr, seen) = recording_server().await;
+    let r = nsadmin_env(
+        &format!("getNamesrvConfig -n {}", addr),
+        &[("NSADMIN_CREDENTIALS", other.to_str().unwrap())],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_signed(&seen.await.unwrap()[0], "admin-key", "s3cret-value");
+    let r = nsadmin_env(
+        "getNamesrvConfig -n 127.0.0.1:1",
+        &[("NSADMIN_CREDENTIALS", "/nonexistent.yml")],
+    )
+    .await;
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.err
+            .starts_with("cannot read credentials file /nonexistent.yml"),
+        "{r:?}"
+    );
+
+    // Without any file: unsigned.
+    let (addr, seen) = recording_server().await;
+    nsadmin(&format!("getNamesrvConfig -n {}", addr)).await;
+    assert!(seen.await.unwrap()[0].ext(signature::ACCESS_KEY).is_none());
+}
+
+/// Puts a KV entry on one server.
+async fn put_kv(server: &TestServer, ns: &str, key: &str, value: &str) {
+    let mut c = server.client().await;
+    let resp = c
+        .call(
+            request::PUT_KV_CONFIG,
+            &[("namespace", ns), ("key", key), ("value", value)],
+            None,
+        )
+        .await;
+    assert_eq!(resp.code, response::SUCCESS);
+}
+
+/// Config keys that differ between test servers only because each has its own directory.
+const PER_NODE_KEYS: &str = "kvConfigPath,configStorePath,rocketmqHome";
+
+/// `n` servers, each with broker-a (TopicA, TopicB; data-version counter `counter`) and one
+/// KV entry `(namespace, key, value)`; the broker connections keep the registrations alive.
+async fn nodes_with_broker_a(
+    n: usize,
+    counter: i64,
+    (ns, key, value): (&str, &str, &str),
+) -> (Vec<TestServer>, Vec<TestClient>) {
+    let mut servers = Vec::new();
+    let mut brokers = Vec::new();
+    for _ in 0..n {
+        let s = TestServer::start().await;
+        let mut broker = s.client().await;
+        let topics = ["TopicA", "TopicB"];
+        register(
+            &mut broker,
+            "broker-a",
+            "127.0.0.1:1",
+            "0",
+            counter,
+            &topics,
+        )
+        .await;
+        put_kv(&s, ns, key, value).await;
+        servers.push(s);
+        brokers.push(broker);
+    }
+    (servers, brokers)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diff_names_the_nodes_that_differ() {
+    let (servers, mut brokers) =
+        nodes_with_broker_a(3, 1, ("ORDER_TOPIC_CONFIG", "TopicA", "broker-a:8")).await;
+    let [a, b, c] = &servers[..] else {
+        unreachable!()
+    };
+    // broker-b's registration reached a and b only.
+    for s in [a, b] {
+        let mut broker = s.client().await;
+        register(
+            &mut broker,
+            "broker-b",
+            "127.0.0.1:2",
+            "0",
+            1,
+            &["TopicA", "TopicC"],
+        )
+        .await;
+        brokers.push(broker);
+    }
+    // b holds another KV value; a had broker-a's write permission wiped.
+    put_kv(b, "ORDER_TOPIC_CONFIG", "TopicA", "broker-a:4").await;
+    let r = nsadmin(&format!("wipeWritePerm -n {} -b broker-a", a.addr)).await;
+    assert_eq!(r.code, 0, "{r:?}");
+
+    let list = format!("{};{};{}", a.addr, b.addr, c.addr);
+    let args = format!("diff -n {list} -s ORDER_TOPIC_CONFIG --ignoreConfig {PER_NODE_KEYS}");
+    let r = nsadmin(&args).await;
+    assert_eq!(r.code, 1, "{}{}", r.out, r.err);
+    assert_eq!(r.err, "");
+    let (a, b, c) = (a.addr, b.addr, c.addr);
+    let expected = format!(
+        "name servers: {a}, {b}, {c}
+
+clusters: 1 differ
+  DefaultCluster
+    {a}, {b}: broker-a, broker-b
+    {c}: broker-a
+
+brokers: 1 differ
+  broker-b
+    {a}, {b}: cluster DefaultCluster, {{0=127.0.0.1:2}}
+    {c}: (absent)
+
+routes: 3 differ
+  TopicA
+    {a}: broker-a r4 w4 perm 4 (R--); broker-b r4 w4 perm 6 (RW-)
+    {b}: broker-a r4 w4 perm 6 (RW-); broker-b r4 w4 perm 6 (RW-)
+    {c}: broker-a r4 w4 perm 6 (RW-)
+  TopicB
+    {a}: broker-a r4 w4 perm 4 (R--)
+    {b}, {c}: broker-a r4 w4 perm 6 (RW-)
+  TopicC
+    {a}, {b}: broker-b r4 w4 perm 6 (RW-)
+    {c}: (absent)
+
+kv ORDER_TOPIC_CONFIG: 1 differ
+  TopicA
+    {a}, {c}: broker-a:8
+    {b}: broker-a:4
+"
+    );
+    assert!(r.out.starts_with(&expected), "{}", r.out);
+    let summary = r.out.lines().last().unwrap();
+    assert!(summary.starts_with("differ: 6 of "), "{summary}");
+
+    let r = nsadmin(&format!(
+        "diff -n {} -s ORDER_TOPIC_CONFIG --ignoreConfig {} --json",
+        list, PER_NODE_KEYS
+    ))
+    .await;
+    let v: serde_json::Value = serde_json::from_str(&r.out).unwrap();
+    assert_eq!(v["agree"], false);
+    assert_eq!(v["differences"].as_array().unwrap().len(), 6);
+    assert_eq!(v["differences"][1]["kind"], "brokers");
+    assert_eq!(
+        v["differences"][1]["values"][1]["value"],
+        serde_json::Value::Null
+    );
+
+    // -t narrows the routes compared.
+    let r = nsadmin(&format!(
+        "diff -n {} -t TopicC --ignoreConfig {}",
+        list, PER_NODE_KEYS
+    ))
+    .await;
+    assert_eq!(r.code, 1);
+    assert!(!r.out.contains("TopicB"), "{}", r.out);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diff_exit_codes_agree_and_unreachable() {
+    let (servers, _brokers) = nodes_with_broker_a(2, 7, ("NS", "k", "v")).await;
+    let list = format!("{};{}", servers[0].addr, servers[1].addr);
+    let r = nsadmin(&format!(
+        "diff -n {} -s NS --ignoreConfig {} --dataVersion",
+        list, PER_NODE_KEYS
+    ))
+    .await;
+    assert_eq!((r.code, r.err.as_str()), (0, ""), "{}", r.out);
+    assert!(
+        r.out.contains(
+            "\nagree (clusters 1, brokers 1, data versions 1, routes 2, kv NS 1, config "
+        ),
+        "{}",
+        r.out
+    );
+
+    // Without --ignoreConfig the per-node paths differ.
+    let r = nsadmin(&format!("diff -n {}", list)).await;
+    assert_eq!(r.code, 1, "{}", r.out);
+    assert!(r.out.contains("\nconfig: "), "{}", r.out);
+
+    let dead = dead_addr();
+    let r = nsadmin(&format!(
+        "diff -n {list};{dead} --ignoreConfig {PER_NODE_KEYS}"
+    ))
+    .await;
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.out.contains(&format!(
+            "not compared on {dead}: clusters, brokers, routes, config"
+        )),
+        "{r:?}"
+    );
+    assert!(
+        r.err.starts_with(&format!(
+            "nsadmin: {dead}: GET_BROKER_CLUSTER_INFO (106): connect failed"
+        )),
+        "{r:?}"
+    );
+
+    let r = nsadmin(&format!("diff -n {}", servers[0].addr)).await;
+    assert_eq!(r.code, 1, "one name server is a usage error: {r:?}");
+}
