@@ -137,12 +137,12 @@ pub async fn run(args: &[String], env: &Env, out: &mut dyn Write, err: &mut dyn 
     let setup = match Setup::new(&parsed, env) {
         Ok(s) => s,
         Err(p) if p.exit == EXIT_USAGE => return usage_error(spec, &p.text, err),
-        Err(p) => return report(&[p], err),
+        Err(p) => return report(&[p], 0, err),
     };
     for warning in &setup.warnings {
         let _ = writeln!(err, "nsadmin: warning: {warning}");
     }
-    let outcome = commands::execute(spec, &parsed, setup, out).await;
+    let outcome = commands::execute(spec, &parsed, setup, out, err).await;
     let _ = out.flush();
     // A value the command itself rejects (`-m`, `-i`, a blank `-v`) is a usage error too.
     if let Some(p) = outcome
@@ -152,7 +152,7 @@ pub async fn run(args: &[String], env: &Env, out: &mut dyn Write, err: &mut dyn 
     {
         return usage_error(spec, &p.text, err);
     }
-    let code = report(&outcome.problems, err);
+    let code = report(&outcome.problems, outcome.printed, err);
     outcome.exit.unwrap_or(code)
 }
 
@@ -259,10 +259,11 @@ fn usage_error(spec: &CommandSpec, message: &str, err: &mut dyn Write) -> u8 {
     EXIT_USAGE
 }
 
-/// Prints each problem on one stderr line and returns the exit code they imply: the usage
-/// code if any, else "unreachable" if any server could not be asked, else "refused".
-fn report(problems: &[Problem], err: &mut dyn Write) -> u8 {
-    for p in problems {
+/// Prints each problem (but the first `printed`, already shown) on one stderr line and
+/// returns the exit code they imply: the usage code if any, else "unreachable" if any server
+/// could not be asked, else "refused".
+fn report(problems: &[Problem], printed: usize, err: &mut dyn Write) -> u8 {
+    for p in problems.iter().skip(printed) {
         let _ = writeln!(err, "nsadmin: {}", p.text);
     }
     [EXIT_USAGE, EXIT_UNREACHABLE, EXIT_REFUSED, EXIT_OK]

@@ -10,7 +10,8 @@
 #            topic lists and data versions the name server derives;
 #   ali-ons  ali-ons 3.12.0 (npm) route lookups (registered topic, TBW102, unknown topic) with its
 #            stock version 121 (legacy JSON) and a current version, once per registration style;
-#   rust     the rocketmq-rust 1.0.0 broker registers with the name server, the
+#   rust     the rocketmq-rust 1.0.0 broker registers with the name server, nsadmin's commands
+#            run against that live cluster (tests/compat/nsadmin_check.sh), the
 #            rocketmq-client-rust 1.0.0 checks (tests/compat/rust-client) run through it, and the
 #            broker must be gone from the name server after it shuts down.
 # Everything is stopped by PID at the end. Exit status: 0 if every check passed, 1 if any check
@@ -23,6 +24,7 @@
 # Environment:
 #   NAMESRV_BIN             name server binary to test (default: cargo build --release, then
 #                           <target dir>/release/namesrv)
+#   NSADMIN_BIN             nsadmin binary (default: beside NAMESRV_BIN, built if missing)
 #   NAMESRV_COMPAT_CACHE    cache directory (default $HOME/.cache/namesrv-compat)
 #   NAMESRV_COMPAT_KEEP=1   keep the temporary directory (logs, stores) even on success
 #   NAMESRV_COMPAT_BROKER_PORT  listen port of the rocketmq-rust broker (default: a free one;
@@ -102,11 +104,19 @@ trap 'exit 130' INT TERM
 if [ -n "${NAMESRV_BIN:-}" ]; then
   [ -x "$NAMESRV_BIN" ] || die "NAMESRV_BIN=$NAMESRV_BIN is not executable"
 else
-  say "building namesrv (cargo build --release)"
-  (cd "$REPO" && timeout 3600 cargo build --release --bin namesrv) || die "cargo build --release of namesrv failed"
+  say "building namesrv and nsadmin (cargo build --release)"
+  (cd "$REPO" && timeout 3600 cargo build --release --bin namesrv --bin nsadmin) || die "cargo build --release of namesrv failed"
   NAMESRV_BIN="${CARGO_TARGET_DIR:-$REPO/target}/release/namesrv"
   case "$NAMESRV_BIN" in /*) ;; *) NAMESRV_BIN="$REPO/$NAMESRV_BIN" ;; esac
   [ -x "$NAMESRV_BIN" ] || die "no binary at $NAMESRV_BIN after the build"
+fi
+
+# nsadmin (issue 14) is checked against the live cluster; it sits beside the name server binary.
+NSADMIN_BIN="${NSADMIN_BIN:-$(dirname "$NAMESRV_BIN")/nsadmin}"
+if wanted rust && [ ! -x "$NSADMIN_BIN" ]; then
+  (cd "$REPO" && timeout 3600 cargo build --release --bin nsadmin) || die "cargo build --release of nsadmin failed"
+  NSADMIN_BIN="${CARGO_TARGET_DIR:-$REPO/target}/release/nsadmin"
+  case "$NSADMIN_BIN" in /*) ;; *) NSADMIN_BIN="$REPO/$NSADMIN_BIN" ;; esac
 fi
 
 ALI_ONS_DIR="$CACHE/ali-ons"
@@ -296,6 +306,8 @@ EOF
   check "rocketmq-broker-rust $BROKER_CRATE_VERSION registers" 90 \
     python3 "$FAKE" wait-broker "$NS" broker-a --timeout 75 --pid "$BROKER_PID" \
       --label "rocketmq-broker-rust $BROKER_CRATE_VERSION"
+  check "nsadmin against rocketmq-broker-rust $BROKER_CRATE_VERSION" 120 \
+    "$HERE/nsadmin_check.sh" "$NSADMIN_BIN" "$NS" broker-a "$CLUSTER"
   check "rocketmq-client-rust 1.0.0 via the broker" 600 \
     "$CLIENT_BIN" --namesrv "$NS" --broker-name broker-a --cluster "$CLUSTER" --count 100 --wait-secs 60 \
       --expect-config "rocketmqHome=$WORK/namesrv" \

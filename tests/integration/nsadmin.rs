@@ -731,3 +731,40 @@ async fn diff_exit_codes_agree_and_unreachable() {
     let r = nsadmin(&format!("diff -n {}", servers[0].addr)).await;
     assert_eq!(r.code, 1, "one name server is a usage error: {r:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_list_interval_repeats_and_reports_as_it_goes() {
+    use std::io::{BufRead, BufReader};
+    let (server, _broker) = with_broker().await;
+    let n = server.addr.to_string();
+    let (lines, errors) = tokio::task::spawn_blocking(move || {
+        let mut child = Command::new(BIN)
+            .args(["clusterList", "-n", &n, "-i", "1"])
+            .env_remove("NAMESRV_ADDR")
+            .env_remove("ROCKETMQ_HOME")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        // Two rounds: header, row, header, row.
+        let lines: Vec<String> = stdout.lines().take(4).map(Result::unwrap).collect();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut first_error = String::new();
+        stderr.read_line(&mut first_error).unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        (lines, first_error)
+    })
+    .await
+    .unwrap();
+    assert!(
+        lines[0].starts_with("#Cluster Name") && lines[2].starts_with("#Cluster Name"),
+        "{lines:?}"
+    );
+    assert!(lines[3].starts_with("DefaultCluster"), "{lines:?}");
+    assert!(
+        errors.contains("GET_BROKER_RUNTIME_INFO (28)"),
+        "printed while running: {errors}"
+    );
+}

@@ -103,9 +103,11 @@ pub(super) async fn cluster_list(ctx: &mut Ctx<'_>, parsed: &Parsed) -> Result<(
         } else {
             ctx.print(&base_info(&rows, &stats));
         }
-        let _ = ctx.out.flush();
         match interval {
-            Some(every) => tokio::time::sleep(every).await,
+            Some(every) => {
+                ctx.report_now();
+                tokio::time::sleep(every).await;
+            }
             None => return Ok(()),
         }
     }

@@ -25,6 +25,8 @@ pub struct Outcome {
     pub problems: Vec<Problem>,
     /// The exit code, when the command decides it itself.
     pub exit: Option<u8>,
+    /// How many of `problems` were already printed (by `clusterList -i` as it goes).
+    pub printed: usize,
 }
 
 /// Runs the command `spec` with its parsed options.
@@ -33,8 +35,9 @@ pub async fn execute(
     parsed: &Parsed,
     setup: Setup,
     out: &mut dyn Write,
+    err: &mut dyn Write,
 ) -> Outcome {
-    let mut ctx = Ctx::new(setup, parsed.has("json"), out);
+    let mut ctx = Ctx::new(setup, parsed.has("json"), out, err);
     let result = match spec.kind {
         CommandKind::ClusterList => cluster::cluster_list(&mut ctx, parsed).await,
         CommandKind::TopicList => read::topic_list(&mut ctx, parsed).await,
@@ -56,6 +59,7 @@ pub async fn execute(
             return Outcome {
                 problems: ctx.problems,
                 exit: Some(exit),
+                printed: 0,
             };
         }
     };
@@ -65,6 +69,7 @@ pub async fn execute(
     Outcome {
         problems: ctx.problems,
         exit: None,
+        printed: ctx.printed,
     }
 }
 
@@ -80,14 +85,18 @@ pub struct Ctx<'a> {
     pub json: bool,
     /// stdout.
     pub out: &'a mut dyn Write,
+    /// stderr, for commands that report while they run.
+    err: &'a mut dyn Write,
     /// Failures that do not end the command.
     pub problems: Vec<Problem>,
+    /// How many of `problems` were printed already.
+    printed: usize,
     /// The name server reads go to (chosen at random, kept while it answers).
     chosen: usize,
 }
 
 impl<'a> Ctx<'a> {
-    fn new(setup: Setup, json: bool, out: &'a mut dyn Write) -> Self {
+    fn new(setup: Setup, json: bool, out: &'a mut dyn Write, err: &'a mut dyn Write) -> Self {
         let chosen = random_index(setup.servers.len());
         Ctx {
             client: Client::new(setup.client),
@@ -95,7 +104,9 @@ impl<'a> Ctx<'a> {
             from_option: setup.from_option,
             json,
             out,
+            err,
             problems: Vec::new(),
+            printed: 0,
             chosen,
         }
     }
@@ -103,6 +114,15 @@ impl<'a> Ctx<'a> {
     /// Writes `text` to stdout.
     pub fn print(&mut self, text: &str) {
         let _ = self.out.write_all(text.as_bytes());
+    }
+
+    /// Prints the problems recorded so far on stderr now (for commands that never end).
+    pub fn report_now(&mut self) {
+        for p in &self.problems[self.printed..] {
+            let _ = writeln!(self.err, "nsadmin: {}", p.text);
+        }
+        self.printed = self.problems.len();
+        let _ = self.out.flush();
     }
 
     /// Prints `value` as one JSON document and a newline.
