@@ -1,6 +1,6 @@
 //! A cluster for measuring `nsadmin` (benches/nsadmin.sh): registers `--brokers` fake
 //! brokers, each serving `--topics` topics, on every name server given, keeps the
-//! registrations alive, and answers the broker requests `clusterList` and `topicList -c` send
+//! registrations alive (brokers named `--prefix`-0, -1, …), and answers the broker requests `clusterList` and `topicList -c` send
 //! (GET_BROKER_RUNTIME_INFO, QUERY_TOPIC_CONSUME_BY_WHO) on each broker's own port.
 //!
 //! ```sh
@@ -102,6 +102,11 @@ fn main() {
     let topics = arg(&args, "--topics", 50_000);
     let brokers = arg(&args, "--brokers", 2);
     let hold = arg(&args, "--hold-secs", 600);
+    let prefix = args
+        .iter()
+        .position(|a| a == "--prefix")
+        .and_then(|i| args.get(i + 1))
+        .map_or("broker", String::as_str);
     let servers: Vec<&String> = args
         .iter()
         .enumerate()
@@ -114,7 +119,7 @@ fn main() {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a broker port");
         let addr = listener.local_addr().unwrap().to_string();
         std::thread::spawn(move || serve_broker(listener));
-        let name = format!("broker-{b}");
+        let name = format!("{prefix}-{b}");
         for server in &servers {
             let mut stream = TcpStream::connect(server.as_str()).expect("connect");
             let mut cmd = RemotingCommand::request(request::REGISTER_BROKER, 1);

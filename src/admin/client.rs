@@ -349,23 +349,31 @@ async fn exchange(
     let read_all = async {
         let mut answers: Vec<Option<RemotingCommand>> = vec![None; frames.len()];
         let mut missing = frames.len();
+        // The index of the first unanswered request, computed only when reporting a failure.
+        let first_missing = |answers: &[Option<RemotingCommand>]| {
+            answers.iter().position(Option::is_none).unwrap_or(0)
+        };
         while missing > 0 {
-            let first_missing = answers.iter().position(Option::is_none).unwrap_or(0);
             let frame = loop {
                 match split_frame(buf, LIMITS) {
                     Ok(Some(frame)) => break frame,
                     Ok(None) => {}
-                    Err(e) => return Err((first_missing, Failure::BadAnswer(e.to_string()))),
+                    Err(e) => {
+                        return Err((first_missing(&answers), Failure::BadAnswer(e.to_string())));
+                    }
                 }
-                match timeout(wait, reader.read_buf(buf)).await {
-                    Err(_) => return Err((first_missing, Failure::Timeout(wait.as_millis()))),
-                    Ok(Err(e)) => return Err((first_missing, Failure::Io(e))),
-                    Ok(Ok(0)) => return Err((first_missing, Failure::Closed)),
-                    Ok(Ok(_)) => {}
-                }
+                let failure = match timeout(wait, reader.read_buf(buf)).await {
+                    Ok(Ok(0)) => Failure::Closed,
+                    Ok(Ok(_)) => continue,
+                    Ok(Err(e)) => Failure::Io(e),
+                    Err(_) => Failure::Timeout(wait.as_millis()),
+                };
+                return Err((first_missing(&answers), failure));
             };
-            let (answer, _) = decode_frame(frame)
-                .map_err(|e| (first_missing, Failure::BadAnswer(e.to_string())))?;
+            let answer = match decode_frame(frame) {
+                Ok((answer, _)) => answer,
+                Err(e) => return Err((first_missing(&answers), Failure::BadAnswer(e.to_string()))),
+            };
             let index = answer.opaque.wrapping_sub(base);
             if !answer.is_response() || index < 0 || index as usize >= frames.len() {
                 continue; // not ours (a stale answer or a server-initiated request)

@@ -56,11 +56,15 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Ordered<T> {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut out: Vec<(String, T)> = Vec::new();
+                let mut at: std::collections::HashMap<String, usize> = Default::default();
                 while let Some((k, v)) = map.next_entry::<String, T>()? {
                     // A repeated key keeps its last value in its first place, as a HashMap.
-                    match out.iter_mut().find(|(key, _)| *key == k) {
-                        Some(slot) => slot.1 = v,
-                        None => out.push((k, v)),
+                    match at.get(&k) {
+                        Some(&i) => out[i].1 = v,
+                        None => {
+                            at.insert(k.clone(), out.len());
+                            out.push((k, v));
+                        }
                     }
                 }
                 Ok(Ordered(out))

@@ -104,7 +104,7 @@ pub async fn run(args: &[String], env: &Env, out: &mut dyn Write, err: &mut dyn 
         return EXIT_OK;
     };
     match first.as_str() {
-        "-h" | "--help" => {
+        "-h" | "--help" | "help" if args.len() == 1 => {
             let _ = out.write_all(options::command_list().as_bytes());
             return EXIT_OK;
         }

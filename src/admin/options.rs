@@ -234,6 +234,7 @@ pub const COMMANDS: &[CommandSpec] = &[
                 "set order conf [eg. brokerName1:num;brokerName2:num]",
             ),
             opt('m', "method", true, true, "option type [eg. put|get|delete"),
+            long_only("json", false, "with -m get: print one JSON document"),
         ],
         kind: CommandKind::UpdateOrderConf,
     },

@@ -312,6 +312,16 @@ async fn writes_reach_every_name_server() {
             "get orderConf success. topic=[TopicA], orderConf=[broker-a:4] "
         )
     );
+    let r = nsadmin(&format!(
+        "updateOrderConf -n {} -t TopicA -m get --json",
+        b.addr
+    ))
+    .await;
+    let v: serde_json::Value = serde_json::from_str(&r.out).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({"topic": "TopicA", "orderConf": "broker-a:4"})
+    );
     let r = nsadmin(&format!("updateOrderConf -n {} -t TopicA -m delete", both)).await;
     assert_eq!(
         (r.code, r.out.as_str()),

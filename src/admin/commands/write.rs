@@ -66,13 +66,21 @@ pub(super) async fn delete_kv_config(ctx: &mut Ctx<'_>, parsed: &Parsed) -> Resu
 /// a topic. mqadmin's messages end without a newline, and so do these.
 pub(super) async fn update_order_conf(ctx: &mut Ctx<'_>, parsed: &Parsed) -> Result<(), Problem> {
     let topic = required(parsed, "topic");
-    match required(parsed, "method") {
+    let method = required(parsed, "method");
+    if ctx.json && method != "get" {
+        return Err(usage("--json applies to -m get only"));
+    }
+    match method {
         "get" => {
             let req = Request::new(request::GET_KV_CONFIG)
                 .field("namespace", ORDER_TOPIC_CONFIG)
                 .field("key", topic);
             let answer = ctx.read_one(&req).await?;
             let value = answer.ext("value").unwrap_or("null").to_owned();
+            if ctx.json {
+                ctx.print_json(&serde_json::json!({"topic": topic, "orderConf": value}));
+                return Ok(());
+            }
             ctx.print(&format!(
                 "get orderConf success. topic=[{topic}], orderConf=[{value}] "
             ));
