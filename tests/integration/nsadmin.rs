@@ -738,6 +738,36 @@ async fn diff_exit_codes_agree_and_unreachable() {
         "{r:?}"
     );
 
+    // A refused request leaves out only its kind: with the topic list disabled on one node,
+    // routes are not compared but everything else is.
+    let second = servers[1].addr.to_string();
+    let r = nsadmin(&format!(
+        "updateNamesrvConfig -n {second} -k enableAllTopicList -v false"
+    ))
+    .await;
+    assert_eq!(r.code, 0, "{r:?}");
+    let r = nsadmin(&format!(
+        "diff -n {list} -s NS --ignoreConfig {PER_NODE_KEYS},enableAllTopicList"
+    ))
+    .await;
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.out
+            .contains(&format!("not compared on {second}: routes (see stderr)")),
+        "{r:?}"
+    );
+    assert!(
+        r.out
+            .contains("\nagree where compared (clusters 1, brokers 1, routes 2, kv NS 1, config "),
+        "{r:?}"
+    );
+    assert!(
+        r.err.starts_with(&format!(
+            "nsadmin: {second}: GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206): CODE: 1  DESC: disable"
+        )),
+        "{r:?}"
+    );
+
     let r = nsadmin(&format!("diff -n {}", servers[0].addr)).await;
     assert_eq!(r.code, 1, "one name server is a usage error: {r:?}");
 }

@@ -114,7 +114,9 @@ pub fn text(nodes: &[Node], differences: &[Difference]) -> String {
         .collect();
     out.push('\n');
     if differences.is_empty() {
-        let _ = writeln!(out, "agree ({})", counts.join(", "));
+        let partial = nodes.iter().any(|n| !n.problems.is_empty());
+        let scope = if partial { " where compared" } else { "" };
+        let _ = writeln!(out, "agree{scope} ({})", counts.join(", "));
     } else {
         let per_kind: Vec<String> = kinds
             .iter()
