@@ -1,0 +1,214 @@
+//! The table of sub-commands and their options, with mqadmin's option letters, long names
+//! and help texts (nsadmin's own options have long names only, so they never clash).
+
+use super::{CommandKind, CommandSpec, OptSpec};
+
+/// A flag or valued option with a short and a long name.
+const fn opt(
+    short: char,
+    long: &'static str,
+    takes_value: bool,
+    required: bool,
+    desc: &'static str,
+) -> OptSpec {
+    OptSpec {
+        short: Some(short),
+        long,
+        takes_value,
+        required,
+        desc,
+    }
+}
+
+/// An nsadmin-only option: long name only, so it can never clash with an mqadmin letter.
+const fn long_only(long: &'static str, takes_value: bool, desc: &'static str) -> OptSpec {
+    OptSpec {
+        short: None,
+        long,
+        takes_value,
+        required: false,
+        desc,
+    }
+}
+
+/// `-h`, `-n` and nsadmin's connection options: every command has them.
+pub(super) const COMMON: [OptSpec; 4] = [
+    opt('h', "help", false, false, "Print help"),
+    opt(
+        'n',
+        "namesrvAddr",
+        true,
+        false,
+        "Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876'",
+    ),
+    long_only(
+        "credentials",
+        true,
+        "tools.yml-style file with accessKey/secretKey to sign requests with",
+    ),
+    long_only(
+        "timeout",
+        true,
+        "milliseconds to wait for each answer (default 5000)",
+    ),
+];
+
+/// `--json`, offered by every read command.
+const JSON: OptSpec = long_only(
+    "json",
+    false,
+    "print one JSON document instead of the table",
+);
+
+/// Every sub-command, in the order mqadmin lists them (then nsadmin's own).
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "deleteTopic",
+        desc: "Delete topic from NameServer (name servers only: brokers are not touched).",
+        options: &[
+            opt('t', "topic", true, true, "topic name"),
+            opt(
+                'c',
+                "clusterName",
+                true,
+                true,
+                "delete topic from which cluster",
+            ),
+        ],
+        kind: CommandKind::DeleteTopic,
+    },
+    CommandSpec {
+        name: "topicRoute",
+        desc: "Examine topic route info.",
+        options: &[
+            opt('t', "topic", true, true, "topic name"),
+            opt('l', "list", false, false, "Use list format to print data"),
+            JSON,
+        ],
+        kind: CommandKind::TopicRoute,
+    },
+    CommandSpec {
+        name: "topicClusterList",
+        desc: "Get cluster info for topic.",
+        options: &[opt('t', "topic", true, true, "topic name"), JSON],
+        kind: CommandKind::TopicClusterList,
+    },
+    CommandSpec {
+        name: "clusterList",
+        desc: "List cluster infos.",
+        options: &[
+            opt('m', "moreStats", false, false, "Print more stats"),
+            opt(
+                'i',
+                "interval",
+                true,
+                false,
+                "specify intervals numbers, it is in seconds",
+            ),
+            opt('c', "clusterName", true, false, "which cluster"),
+            JSON,
+        ],
+        kind: CommandKind::ClusterList,
+    },
+    CommandSpec {
+        name: "topicList",
+        desc: "Fetch all topic list from name server.",
+        options: &[opt('c', "clusterModel", false, false, "clusterModel"), JSON],
+        kind: CommandKind::TopicList,
+    },
+    CommandSpec {
+        name: "updateKvConfig",
+        desc: "Create or update KV config.",
+        options: &[
+            opt('s', "namespace", true, true, "set the namespace"),
+            opt('k', "key", true, true, "set the key name"),
+            opt('v', "value", true, true, "set the key value"),
+        ],
+        kind: CommandKind::UpdateKvConfig,
+    },
+    CommandSpec {
+        name: "deleteKvConfig",
+        desc: "Delete KV config.",
+        options: &[
+            opt('s', "namespace", true, true, "set the namespace"),
+            opt('k', "key", true, true, "set the key name"),
+        ],
+        kind: CommandKind::DeleteKvConfig,
+    },
+    CommandSpec {
+        name: "wipeWritePerm",
+        desc: "Wipe write perm of broker in all name server you defined in the -n param.",
+        options: &[opt('b', "brokerName", true, true, "broker name")],
+        kind: CommandKind::WipeWritePerm,
+    },
+    CommandSpec {
+        name: "addWritePerm",
+        desc: "Add write perm of broker in all name server you defined in the -n param.",
+        options: &[opt('b', "brokerName", true, true, "broker name")],
+        kind: CommandKind::AddWritePerm,
+    },
+    CommandSpec {
+        name: "updateOrderConf",
+        desc: "Create or update or delete order conf.",
+        options: &[
+            opt('t', "topic", true, true, "topic name"),
+            opt(
+                'v',
+                "orderConf",
+                true,
+                false,
+                "set order conf [eg. brokerName1:num;brokerName2:num]",
+            ),
+            opt('m', "method", true, true, "option type [eg. put|get|delete"),
+            long_only("json", false, "with -m get: print one JSON document"),
+        ],
+        kind: CommandKind::UpdateOrderConf,
+    },
+    CommandSpec {
+        name: "getNamesrvConfig",
+        desc: "Get configs of name server.",
+        options: &[JSON],
+        kind: CommandKind::GetNamesrvConfig,
+    },
+    CommandSpec {
+        name: "updateNamesrvConfig",
+        desc: "Update configs of name server.",
+        options: &[
+            opt('k', "key", true, true, "config key"),
+            opt('v', "value", true, true, "config value"),
+        ],
+        kind: CommandKind::UpdateNamesrvConfig,
+    },
+    CommandSpec {
+        name: "diff",
+        desc: "Check that the name servers of -n agree (exit 0 agree, 1 differ, 2 unreachable).",
+        options: &[
+            opt(
+                't',
+                "topic",
+                true,
+                false,
+                "compare only these topics (comma-separated)",
+            ),
+            opt(
+                's',
+                "namespace",
+                true,
+                false,
+                "also compare these KV namespaces (comma-separated)",
+            ),
+            long_only(
+                "dataVersion",
+                false,
+                "also compare brokers' data versions (counts as a broker heartbeat on 5.x)",
+            ),
+            long_only(
+                "ignoreConfig",
+                true,
+                "config keys not to compare (comma-separated)",
+            ),
+            JSON,
+        ],
+        kind: CommandKind::Diff,
+    },
+];
