@@ -152,7 +152,7 @@ pub fn json(nodes: &[Node], differences: &[Difference]) -> String {
             json!({"kind": d.kind, "key": d.key, "values": values})
         })
         .collect();
-    let unreachable: Vec<serde_json::Value> = nodes
+    let errors: Vec<serde_json::Value> = nodes
         .iter()
         .flat_map(|n| {
             n.problems
@@ -166,9 +166,9 @@ pub fn json(nodes: &[Node], differences: &[Difference]) -> String {
         .collect();
     let doc = json!({
         "nameServers": nodes.iter().map(|n| n.addr.as_str()).collect::<Vec<_>>(),
-        "agree": differences.is_empty() && unreachable.is_empty(),
+        "agree": differences.is_empty() && errors.is_empty(),
         "differences": diffs,
-        "unreachable": unreachable,
+        "errors": errors,
         "compared": compared,
     });
     let mut text = serde_json::to_string_pretty(&doc).expect("a Value always serializes");
