@@ -271,3 +271,41 @@ fn report(problems: &[Problem], printed: usize, err: &mut dyn Write) -> u8 {
         .find(|code| *code == EXIT_OK || problems.iter().any(|p| p.exit == *code))
         .unwrap_or(EXIT_OK)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn address_lists_split_like_mqadmins() {
+        assert_eq!(split_addrs("a:1;b:2;"), ["a:1", "b:2"]);
+        assert_eq!(split_addrs(" a:1 ; b:2;;a:1 "), ["a:1", "b:2"]);
+        assert_eq!(split_addrs("http://h:9876"), ["h:9876"]);
+        assert_eq!(
+            split_addrs("http://x/y/h:9876;h2:9876"),
+            ["h:9876", "h2:9876"]
+        );
+        assert!(split_addrs(" ; ").is_empty());
+    }
+
+    #[test]
+    fn the_exit_code_prefers_usage_then_unreachable_then_refused() {
+        let p = |exit| Problem {
+            text: String::new(),
+            exit,
+        };
+        let mut sink = Vec::new();
+        assert_eq!(report(&[], 0, &mut sink), EXIT_OK);
+        assert_eq!(report(&[p(EXIT_OK)], 0, &mut sink), EXIT_OK);
+        assert_eq!(
+            report(&[p(EXIT_REFUSED), p(EXIT_UNREACHABLE)], 0, &mut sink),
+            EXIT_UNREACHABLE
+        );
+        assert_eq!(report(&[p(EXIT_REFUSED)], 1, &mut sink), EXIT_REFUSED);
+        assert_eq!(
+            String::from_utf8(sink).unwrap().lines().count(),
+            3,
+            "printed ones are skipped"
+        );
+    }
+}
