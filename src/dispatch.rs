@@ -1,13 +1,21 @@
 //! The one `match` on request codes, and the one place handler errors become responses.
+//! Authentication wraps the `match`: the auth gate sees every request first, and a refusal
+//! becomes `NO_PERMISSION` here; handlers never see credentials.
 
+use crate::auth::Gate;
 use crate::handlers::{self, Context};
 use crate::protocol::RemotingCommand;
 use crate::protocol::code::{request as rc, response};
 use crate::state::route_table::query::UnitFilter;
 
-/// Handles one request. Returns the response to write, or `None` for one-way requests and
-/// for stray responses (the name server sends no requests on accepted connections).
-pub fn dispatch(ctx: &mut Context<'_>, req: &RemotingCommand) -> Option<RemotingCommand> {
+/// Handles one request that passed (or, when `auth` is off, skipped) the auth gate. Returns
+/// the response to write, or `None` for one-way requests and for stray responses (the name
+/// server sends no requests on accepted connections).
+pub fn dispatch(
+    ctx: &mut Context<'_>,
+    req: &RemotingCommand,
+    auth: &Gate,
+) -> Option<RemotingCommand> {
     if req.is_response() {
         tracing::debug!(
             code = req.code,
@@ -16,6 +24,17 @@ pub fn dispatch(ctx: &mut Context<'_>, req: &RemotingCommand) -> Option<Remoting
         );
         return None;
     }
+    // --- authentication (auth/) ---
+    let ticket = match auth.admit(req, ctx.peer) {
+        Ok(ticket) => ticket,
+        // One-way requests are refused silently (the gate counted them).
+        Err(_) if req.is_oneway() => return None,
+        Err(refusal) => {
+            let mut resp = RemotingCommand::error(response::NO_PERMISSION, refusal.to_string());
+            resp.opaque = req.opaque;
+            return Some(resp);
+        }
+    };
     let result = match req.code {
         rc::PUT_KV_CONFIG => handlers::kv::put(ctx, req),
         rc::GET_KV_CONFIG => handlers::kv::get(ctx, req),
@@ -59,8 +78,10 @@ pub fn dispatch(ctx: &mut Context<'_>, req: &RemotingCommand) -> Option<Remoting
         }
     };
     if req.is_oneway() {
+        ticket.record(req, ctx.peer, None);
         return None;
     }
+    ticket.record(req, ctx.peer, Some(resp.code));
     resp.opaque = req.opaque;
     Some(resp)
 }

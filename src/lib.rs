@@ -13,12 +13,14 @@
 //! - [`server`] owns sockets: the accept loop, one task per connection, idle timeouts, the
 //!   connection cap, graceful shutdown and the background liveness scan.
 //! - [`dispatch`] maps a request code to a handler and is the one place where handler errors
-//!   become wire responses.
+//!   become wire responses. Before its `match`, every request passes the [`auth`] gate
+//!   (off by default; signatures, accounts and policy when `authMode` is set).
 //! - [`handlers`] implement the request codes, one file per domain. They take typed input and
 //!   the shared [`state::Namesrv`] handle and *return* a response.
 //! - [`state`] holds the route tables (one `parking_lot::RwLock` over plain data), the liveness
 //!   rules and the route cache; [`kv`] the durable KV store. Neither sees a socket.
-//! - [`config`] is the Java-compatible configuration (properties files, Java key names).
+//! - [`config`] is the Java-compatible configuration (properties files, Java key names);
+//!   [`reload`] carries reload requests (SIGHUP) to the tasks that re-read files.
 //! - [`admin`] is the `nsadmin` tool: mqadmin's name-server commands over a small client built
 //!   on [`protocol`]; it never touches [`state`].
 
@@ -31,6 +33,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
+pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod dispatch;
@@ -40,6 +43,7 @@ pub mod handlers;
 pub mod java_str;
 pub mod kv;
 pub mod protocol;
+pub mod reload;
 pub mod server;
 pub mod shutdown;
 pub mod state;

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{CommandFactory, Parser};
+use namesrv::auth::Gate;
 use namesrv::cli::Args;
 use namesrv::config::{Config, Env};
 use namesrv::kv::KvStore;
@@ -52,7 +53,10 @@ fn run(args: Args) -> anyhow::Result<()> {
         print!("{}", config.render_effective());
         return Ok(());
     }
-    namesrv::telemetry::init(args.log_level.as_deref()).map_err(anyhow::Error::msg)?;
+    let audit_log = Some(&config.settings.auth_audit_log)
+        .filter(|p| !p.is_empty())
+        .map(std::path::Path::new);
+    namesrv::telemetry::init(args.log_level.as_deref(), audit_log).map_err(anyhow::Error::msg)?;
     let serialize_type = serialize_type()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -66,7 +70,8 @@ fn run(args: Args) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("cannot listen on {}:{}", s.bind_address, s.listen_port))?;
         let addr = listener.local_addr()?;
-        let server_config = ServerConfig::from_settings(s, serialize_type);
+        let mut server_config = ServerConfig::from_settings(s, serialize_type);
+        server_config.auth = Gate::load(s)?;
         tracing::info!(config = ?config.all_properties(), "effective configuration");
         println!(
             "The Name Server boot success. serializeType={}, address {addr}",

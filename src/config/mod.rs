@@ -12,7 +12,7 @@ pub mod settings;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-pub use settings::{Apply, Env, Group, Settings};
+pub use settings::{Apply, AuthMode, Env, Group, Settings};
 
 /// Why the configuration could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -160,6 +160,10 @@ impl Config {
             "configStorePath",
             "kvConfigPath",
             "rocketmqHome",
+            // Who is trusted and where the audit trail goes are not for a request to change.
+            "authMode",
+            "authConfigPath",
+            "authAuditLog",
         ]
         .into_iter()
         .map(str::to_owned)

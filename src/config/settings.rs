@@ -294,6 +294,51 @@ settings! {
     "evictionProtectionMinBrokers" => eviction_protection_min_brokers: i32 = |_: &Env| 3, Extension, Live;
     /// Longest a silent broker is held past its own timeout.
     "evictionProtectionMaxHoldMillis" => eviction_protection_max_hold_millis: i64 = |_: &Env| 600_000, Extension, Live;
+
+    // --- authentication (auth/) ---
+    /// `off` (the default, as Java: nothing is checked), `audit` (check and log what would be
+    /// refused, refuse nothing) or `enforce`.
+    "authMode" => auth_mode: AuthMode = |_: &Env| AuthMode::Off, Extension, Restart;
+    /// The accounts file (YAML, `plain_acl.yml` names); required unless `authMode` is `off`.
+    /// Re-read when it changes and on SIGHUP.
+    "authConfigPath" => auth_config_path: String = |_: &Env| String::new(), Extension, Restart;
+    /// File the audit log of admin requests is appended to; empty: the main log.
+    "authAuditLog" => auth_audit_log: String = |_: &Env| String::new(), Extension, Restart;
+}
+
+/// What the name server does with request signatures (`authMode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthMode {
+    /// Nothing is checked (Java's behaviour).
+    Off,
+    /// Requests are checked and would-be refusals logged and counted; nothing is refused.
+    Audit,
+    /// Requests that fail the check are refused with `NO_PERMISSION`.
+    Enforce,
+}
+
+impl AuthMode {
+    /// The value's name in the config file.
+    pub fn name(self) -> &'static str {
+        match self {
+            AuthMode::Off => "off",
+            AuthMode::Audit => "audit",
+            AuthMode::Enforce => "enforce",
+        }
+    }
+}
+
+impl SettingValue for AuthMode {
+    fn parse_setting(text: &str) -> Result<Self, ValueError> {
+        let text = crate::java_str::trim(text);
+        [AuthMode::Off, AuthMode::Audit, AuthMode::Enforce]
+            .into_iter()
+            .find(|m| m.name().eq_ignore_ascii_case(text))
+            .ok_or_else(|| ValueError("expected off, audit or enforce".to_owned()))
+    }
+    fn render_setting(&self) -> Option<String> {
+        Some(self.name().to_owned())
+    }
 }
 
 impl Settings {
@@ -358,6 +403,12 @@ impl Settings {
             "shutdownGracePeriodMillis",
             self.shutdown_grace_period_millis.to_string(),
             "expected a non-negative number of milliseconds",
+        )?;
+        check(
+            self.auth_mode == AuthMode::Off || !self.auth_config_path.is_empty(),
+            "authConfigPath",
+            self.auth_config_path.clone(),
+            "authMode audit or enforce needs the accounts file",
         )?;
         check(
             self.server_socket_backlog > 0,

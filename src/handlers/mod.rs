@@ -7,6 +7,8 @@ pub mod kv;
 pub mod route;
 pub mod topic;
 
+use std::net::SocketAddr;
+
 use tokio::time::Instant;
 
 use crate::error::HandlerError;
@@ -19,6 +21,8 @@ pub struct Context<'a> {
     pub state: &'a Namesrv,
     /// The connection the request came on.
     pub conn: ConnId,
+    /// The client's address (the peer of the connection).
+    pub peer: SocketAddr,
     /// The time the request is handled at (tokio's clock).
     pub now: Instant,
     /// Set when the request registered a broker on this connection, so that closing the

@@ -79,71 +79,27 @@ fn java_order(a: &str, b: &str) -> std::cmp::Ordering {
 mod tests {
     use super::*;
 
-    const SECRET: &str = "12345678";
+    use worked_examples::SECRET;
 
     fn signed(fields: &[(&str, &str)], body: &[u8]) -> String {
         sign(SECRET, &content(fields.iter().copied(), body, &[]))
     }
 
     #[test]
-    fn worked_example_a_put_kv_config() {
-        let fields = [
-            ("namespace", "ORDER_TOPIC_CONFIG"),
-            ("key", "TopicA"),
-            ("value", "broker-a:4"),
-            ("AccessKey", "rocketmq2"),
-        ];
-        let c = content(fields, b"", &[]);
-        assert_eq!(c, b"rocketmq2TopicAORDER_TOPIC_CONFIGbroker-a:4");
-        assert_eq!(signed(&fields, b""), "BHyL2i6Jhheq2uJ+0fRvM6zcQfU=");
-    }
-
-    #[test]
-    fn worked_example_b_update_namesrv_config_signs_the_body() {
-        let body = b"serverChannelMaxIdleTimeSeconds=120\n";
+    fn worked_examples_sign_as_auth_md_says() {
+        for ex in worked_examples::ALL {
+            assert_eq!(signed(ex.fields, ex.body), ex.signature, "{}", ex.name);
+        }
         assert_eq!(
-            signed(&[("AccessKey", "rocketmq2")], body),
-            "kpr5dx+9GhE4tL5ihVcLen9MxaM="
+            content(worked_examples::A.fields.iter().copied(), b"", &[]),
+            b"rocketmq2TopicAORDER_TOPIC_CONFIGbroker-a:4"
         );
-    }
-
-    #[test]
-    fn worked_example_c_route_lookup() {
-        let fields = [("topic", "TopicTest"), ("AccessKey", "rocketmq2")];
-        assert_eq!(signed(&fields, b""), "GeeGoP9mRvDhoVp4PD5omX0prgE=");
-    }
-
-    #[test]
-    fn worked_example_d_register_broker_with_token() {
-        let fields = [
-            ("brokerName", "broker-a"),
-            ("brokerAddr", "192.168.0.10:10911"),
-            ("clusterName", "DefaultCluster"),
-            ("haServerAddr", "192.168.0.10:10912"),
-            ("brokerId", "0"),
-            ("heartbeatTimeoutMillis", "120000"),
-            ("enableActingMaster", "false"),
-            ("compressed", "false"),
-            ("bodyCrc32", "1234567890"),
-            ("AccessKey", "rocketmq"),
-            ("SecurityToken", "tok-1"),
-        ];
-        let body = br#"{"filterServerList":[]}"#;
-        assert_eq!(content(fields, body, &[]).len(), 121);
-        assert_eq!(signed(&fields, body), "t3ySxljka5ne2Gv0KuPAicnLRHM=");
-    }
-
-    #[test]
-    fn worked_example_e_utf8() {
-        let fields = [
-            ("namespace", "ns"),
-            ("key", "k\u{e9}"),
-            ("value", "\u{4e2d}"),
-            ("AccessKey", "rocketmq2"),
-        ];
-        let c = content(fields, b"", &[]);
-        assert_eq!(c, b"rocketmq2k\xc3\xa9ns\xe4\xb8\xad");
-        assert_eq!(signed(&fields, b""), "ReVIllxok7dRTtEe07FbGpfakVw=");
+        let d = &worked_examples::D;
+        assert_eq!(content(d.fields.iter().copied(), d.body, &[]).len(), 121);
+        assert_eq!(
+            content(worked_examples::E.fields.iter().copied(), b"", &[]),
+            b"rocketmq2k\xc3\xa9ns\xe4\xb8\xad"
+        );
     }
 
     #[test]
@@ -186,4 +142,94 @@ mod tests {
         assert_eq!(java_order("AccessKey", "_x"), std::cmp::Ordering::Less);
         assert_eq!(java_order("_x", "a"), std::cmp::Ordering::Less);
     }
+}
+
+/// AUTH.md §1.5's worked examples (secret key [`worked_examples::SECRET`]), shared by the
+/// signer's tests here and the verifier's in `auth`.
+#[cfg(test)]
+pub(crate) mod worked_examples {
+    use crate::protocol::code::request as rc;
+
+    /// The secret key of every example.
+    pub(crate) const SECRET: &str = "12345678";
+
+    /// One signed request.
+    pub(crate) struct Example {
+        pub(crate) name: &'static str,
+        pub(crate) code: i32,
+        /// Ext fields before signing, `AccessKey` included.
+        pub(crate) fields: &'static [(&'static str, &'static str)],
+        pub(crate) body: &'static [u8],
+        pub(crate) signature: &'static str,
+    }
+
+    /// A: `mqadmin updateKvConfig` with the stock tools.yml.
+    pub(crate) const A: Example = Example {
+        name: "A PUT_KV_CONFIG",
+        code: rc::PUT_KV_CONFIG,
+        fields: &[
+            ("namespace", "ORDER_TOPIC_CONFIG"),
+            ("key", "TopicA"),
+            ("value", "broker-a:4"),
+            ("AccessKey", "rocketmq2"),
+        ],
+        body: b"",
+        signature: "BHyL2i6Jhheq2uJ+0fRvM6zcQfU=",
+    };
+
+    /// B: the body is signed.
+    pub(crate) const B: Example = Example {
+        name: "B UPDATE_NAMESRV_CONFIG",
+        code: rc::UPDATE_NAMESRV_CONFIG,
+        fields: &[("AccessKey", "rocketmq2")],
+        body: b"serverChannelMaxIdleTimeSeconds=120\n",
+        signature: "kpr5dx+9GhE4tL5ihVcLen9MxaM=",
+    };
+
+    /// C: a route lookup.
+    pub(crate) const C: Example = Example {
+        name: "C GET_ROUTEINFO_BY_TOPIC",
+        code: rc::GET_ROUTEINFO_BY_TOPIC,
+        fields: &[("topic", "TopicTest"), ("AccessKey", "rocketmq2")],
+        body: b"",
+        signature: "GeeGoP9mRvDhoVp4PD5omX0prgE=",
+    };
+
+    /// D: a 5.3.3 broker's registration with a security token.
+    pub(crate) const D: Example = Example {
+        name: "D REGISTER_BROKER",
+        code: rc::REGISTER_BROKER,
+        fields: &[
+            ("brokerName", "broker-a"),
+            ("brokerAddr", "192.168.0.10:10911"),
+            ("clusterName", "DefaultCluster"),
+            ("haServerAddr", "192.168.0.10:10912"),
+            ("brokerId", "0"),
+            ("heartbeatTimeoutMillis", "120000"),
+            ("enableActingMaster", "false"),
+            ("compressed", "false"),
+            ("bodyCrc32", "1234567890"),
+            ("AccessKey", "rocketmq"),
+            ("SecurityToken", "tok-1"),
+        ],
+        body: br#"{"filterServerList":[]}"#,
+        signature: "t3ySxljka5ne2Gv0KuPAicnLRHM=",
+    };
+
+    /// E: non-ASCII values are signed as UTF-8.
+    pub(crate) const E: Example = Example {
+        name: "E UTF-8",
+        code: rc::PUT_KV_CONFIG,
+        fields: &[
+            ("namespace", "ns"),
+            ("key", "k\u{e9}"),
+            ("value", "\u{4e2d}"),
+            ("AccessKey", "rocketmq2"),
+        ],
+        body: b"",
+        signature: "ReVIllxok7dRTtEe07FbGpfakVw=",
+    };
+
+    /// Every example.
+    pub(crate) const ALL: [&Example; 5] = [&A, &B, &C, &D, &E];
 }

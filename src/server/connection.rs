@@ -172,10 +172,11 @@ impl Conn<'_> {
             let mut ctx = Context {
                 state: &self.state,
                 conn: self.conn,
+                peer: self.peer,
                 now: Instant::now(),
                 registered_broker: false,
             };
-            let response = dispatch(&mut ctx, &request);
+            let response = dispatch(&mut ctx, &request, &self.config.auth);
             if ctx.registered_broker && !self.registered_broker {
                 tracing::debug!(peer = %self.peer, conn = ?self.conn, "connection now carries a broker");
                 self.registered_broker = true;

@@ -19,8 +19,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::auth::{self, Gate};
 use crate::config::Settings;
 use crate::protocol::{FrameLimits, SerializeType};
+use crate::reload::Reload;
 use crate::state::{ConnId, Namesrv, housekeeping};
 
 /// Server behaviour fixed at start-up.
@@ -38,6 +40,11 @@ pub struct ServerConfig {
     pub scan_interval: Duration,
     /// Header encoding of responses.
     pub serialize_type: SerializeType,
+    /// The auth gate every request passes (off unless `authMode` says otherwise; see
+    /// [`Gate::load`]).
+    pub auth: Gate,
+    /// Reload requests (SIGHUP); background tasks that re-read files subscribe to it.
+    pub reload: Reload,
 }
 
 impl ServerConfig {
@@ -53,6 +60,8 @@ impl ServerConfig {
             grace_period: Duration::from_millis(s.shutdown_grace_period_millis as u64),
             scan_interval: Duration::from_millis(s.scan_not_active_broker_interval as u64),
             serialize_type,
+            auth: Gate::off(),
+            reload: Reload::new(),
         }
     }
 }
@@ -111,6 +120,20 @@ pub async fn run(
             config.scan_interval,
             cancel.child_token(),
             move |conn| connections.close(conn),
+        ));
+    }
+    // --- reload on SIGHUP, and the auth accounts that follow it (auth/) ---
+    tracker.spawn(
+        config
+            .reload
+            .clone()
+            .listen_for_sighup(cancel.child_token()),
+    );
+    if config.auth.mode() != crate::config::AuthMode::Off {
+        tracker.spawn(auth::watch::run(
+            config.auth.clone(),
+            config.reload.subscribe(),
+            cancel.child_token(),
         ));
     }
     let limit = Arc::new(Semaphore::new(config.max_connections));

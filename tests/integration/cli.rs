@@ -21,12 +21,12 @@ use crate::harness::{TestClient, body_text};
 
 const BIN: &str = env!("CARGO_BIN_EXE_namesrv");
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
-const BOOT_LINE: &str = "The Name Server boot success.";
+pub(crate) const BOOT_LINE: &str = "The Name Server boot success.";
 /// Generous bound for anything a test waits on; reaching it is a failure, not a timing test.
-const PATIENCE: Duration = Duration::from_secs(60);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(60);
 
 /// A child process that is killed and reaped when the guard goes away.
-struct Reaped(Child);
+pub(crate) struct Reaped(pub(crate) Child);
 
 impl Drop for Reaped {
     fn drop(&mut self) {
@@ -61,7 +61,7 @@ fn alive(pid: u32) -> bool {
 
 /// The binary with a hermetic environment: `HOME` is `home`, nothing inherited that
 /// changes its behaviour.
-fn namesrv(home: &Path) -> Command {
+pub(crate) fn namesrv(home: &Path) -> Command {
     let mut cmd = Command::new(BIN);
     cmd.env("HOME", home)
         .env_remove("ROCKETMQ_HOME")
@@ -82,7 +82,7 @@ fn read_all(mut from: impl Read + Send + 'static) -> mpsc::Receiver<Vec<u8>> {
 }
 
 /// Waits for `child` to exit, at most `limit`.
-fn wait_exit(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+pub(crate) fn wait_exit(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
     let deadline = Instant::now() + limit;
     loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -97,7 +97,7 @@ fn wait_exit(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
 
 /// Runs `cmd` to completion with its output captured; fails the test if it takes longer
 /// than [`PATIENCE`] or leaves its output pipes open (a background process holding them).
-fn run(mut cmd: Command) -> Output {
+pub(crate) fn run(mut cmd: Command) -> Output {
     let shown = format!("{cmd:?}");
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -122,12 +122,12 @@ fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn stderr(out: &Output) -> String {
+pub(crate) fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// Writes a config for a private server: loopback, any free port, files under `dir`.
-fn private_config(dir: &Path) -> PathBuf {
+pub(crate) fn private_config(dir: &Path) -> PathBuf {
     let conf = dir.join("namesrv.conf");
     let text = format!(
         "bindAddress=127.0.0.1\nlistenPort=0\nkvConfigPath={}\nshutdownGracePeriodMillis=2000\n",
@@ -138,7 +138,7 @@ fn private_config(dir: &Path) -> PathBuf {
 }
 
 /// The listening address announced by a boot line.
-fn boot_addr(line: &str) -> SocketAddr {
+pub(crate) fn boot_addr(line: &str) -> SocketAddr {
     let at = line
         .find("address ")
         .expect("the boot line names the address");
@@ -146,7 +146,7 @@ fn boot_addr(line: &str) -> SocketAddr {
 }
 
 /// Sends SIGTERM to `pid` with kill(1).
-fn terminate(pid: u32) {
+pub(crate) fn terminate(pid: u32) {
     let status = Command::new("kill")
         .args(["-TERM", &pid.to_string()])
         .status()

@@ -9,8 +9,16 @@ use namesrv::config::{Config, Env, Settings, properties};
 
 const CONF: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/conf/namesrv.conf");
 
-/// Keys whose defaults depend on the environment; the file shows them commented out.
-const COMMENTED: [&str; 3] = ["rocketmqHome", "kvConfigPath", "configStorePath"];
+/// Keys the file shows commented out: defaults that depend on the environment, and the auth
+/// keys (set, they would add lines to GET_NAMESRV_CONFIG's answer).
+const COMMENTED: [&str; 6] = [
+    "rocketmqHome",
+    "kvConfigPath",
+    "configStorePath",
+    "authMode",
+    "authConfigPath",
+    "authAuditLog",
+];
 
 fn env() -> Env {
     Env {

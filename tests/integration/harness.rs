@@ -8,11 +8,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use namesrv::auth::Gate;
 use namesrv::config::{Config, Env, properties};
 use namesrv::kv::KvStore;
 use namesrv::protocol::{
     ExtFields, FrameLimits, RemotingCommand, SerializeType, decode_frame, encode_frame, split_frame,
 };
+use namesrv::reload::Reload;
 use namesrv::server::{self, ServerConfig};
 use namesrv::state::Namesrv;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -24,6 +26,10 @@ use tokio::task::JoinHandle;
 pub struct TestServer {
     pub addr: SocketAddr,
     pub state: Namesrv,
+    /// The auth gate (off unless the properties set `authMode`).
+    pub auth: Gate,
+    /// Reload requests, as SIGHUP makes them.
+    pub reload: Reload,
     pub home: tempfile::TempDir,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<std::io::Result<()>>>,
@@ -87,7 +93,9 @@ impl TestServer {
         let kv = KvStore::open(kv_path).unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let server_config = ServerConfig::from_settings(&config.settings, SerializeType::Json);
+        let mut server_config = ServerConfig::from_settings(&config.settings, SerializeType::Json);
+        server_config.auth = Gate::load(&config.settings).unwrap();
+        let (auth, reload) = (server_config.auth.clone(), server_config.reload.clone());
         let state = Namesrv::new(config, kv);
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(server::run(listener, state.clone(), server_config, async {
@@ -96,6 +104,8 @@ impl TestServer {
         TestServer {
             addr,
             state,
+            auth,
+            reload,
             home: dir,
             stop: Some(tx),
             task: Some(task),

@@ -6,6 +6,8 @@
 
 mod harness;
 
+mod auth;
+mod auth_cli;
 mod bad_input;
 mod broker;
 mod cli;

@@ -1,0 +1,229 @@
+//! Authentication and authorization: the one check every request passes before its handler
+//! (AUTH.md). The Java name server checks nothing; with `authMode=off` (the default) neither do
+//! we, at the cost of one branch.
+//!
+//! With `audit` or `enforce`, [`Gate::admit`] classifies the request (read, broker, admin),
+//! and for the classes the accounts file requires a signature for, verifies the
+//! `AccessKey`/`Signature` ext fields that RocketMQ's `AclClientRPCHook` adds
+//! ([`crate::protocol::signature`]) against the account's secret key, its address allow-list
+//! and its permissions ([`policy`]). `enforce` refuses what fails (the dispatcher answers
+//! `NO_PERMISSION`); `audit` lets it through and logs what would have been refused. Admin
+//! requests that are let through get an audit line ([`audit`]).
+//!
+//! The accounts ([`accounts`]) are swapped as a whole when the file changes or a reload is
+//! requested ([`watch`]); a file that does not load leaves the previous accounts in force.
+//! Handlers never see any of this: `dispatch` calls the gate once, around its `match`.
+
+pub mod accounts;
+pub mod address;
+pub mod audit;
+pub mod policy;
+pub mod stats;
+pub mod watch;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use parking_lot::Mutex;
+
+pub use accounts::LoadError;
+pub use audit::{AUDIT_TARGET, Ticket};
+pub use policy::{Admission, Reason, Refusal, RequestClass};
+pub use stats::AuthStats;
+
+use crate::config::{AuthMode, Settings};
+use crate::protocol::RemotingCommand;
+use audit::{AuditEntry, RefusalLog};
+use policy::Policy;
+use stats::Counters;
+use watch::Fingerprint;
+
+/// The request gate: a cheap handle, off unless `authMode` says otherwise.
+#[derive(Clone, Default)]
+pub struct Gate(Option<Arc<Shared>>);
+
+struct Shared {
+    mode: AuthMode,
+    path: PathBuf,
+    /// Read on every checked request, replaced whole on reload: an `ArcSwap` so that readers
+    /// never wait for a reload and take no lock.
+    policy: ArcSwap<Policy>,
+    counters: Counters,
+    /// A short lock, taken only to log a refusal.
+    refusal_log: Mutex<RefusalLog>,
+    /// The file's fingerprint at the last load attempt (the watcher reloads when it changes).
+    seen: Mutex<Option<Fingerprint>>,
+}
+
+impl std::fmt::Debug for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            None => f.write_str("Gate(off)"),
+            Some(s) => f
+                .debug_struct("Gate")
+                .field("mode", &s.mode)
+                .field("path", &s.path)
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+impl Gate {
+    /// A gate that lets everything through and costs nothing.
+    pub fn off() -> Gate {
+        Gate(None)
+    }
+
+    /// The gate `authMode`/`authConfigPath` ask for; with `off`, no file is read.
+    pub fn load(settings: &Settings) -> Result<Gate, LoadError> {
+        if settings.auth_mode == AuthMode::Off {
+            return Ok(Gate::off());
+        }
+        let path = PathBuf::from(&settings.auth_config_path);
+        let seen = watch::fingerprint(&path);
+        let policy = accounts::load(&path)?;
+        watch::warn_if_exposed(&path);
+        let required: Vec<&str> = RequestClass::ALL
+            .into_iter()
+            .filter(|&c| policy.signature_required(c))
+            .map(RequestClass::name)
+            .collect();
+        tracing::info!(
+            mode = settings.auth_mode.name(),
+            file = %path.display(),
+            accounts = policy.account_count(),
+            signature_required = ?required,
+            "authentication on"
+        );
+        Ok(Gate(Some(Arc::new(Shared {
+            mode: settings.auth_mode,
+            path,
+            policy: ArcSwap::from_pointee(policy),
+            counters: Counters::default(),
+            refusal_log: Mutex::new(RefusalLog::default()),
+            seen: Mutex::new(seen),
+        }))))
+    }
+
+    /// The mode (`off` for a gate that is off).
+    pub fn mode(&self) -> AuthMode {
+        self.0.as_ref().map_or(AuthMode::Off, |s| s.mode)
+    }
+
+    /// Checks `req` from `peer`. `Ok` with a ticket to record once the response is known, or
+    /// (in enforce mode) the refusal the dispatcher turns into `NO_PERMISSION`. Refusals and
+    /// would-be refusals are counted and logged here.
+    #[inline]
+    pub fn admit(&self, req: &RemotingCommand, peer: SocketAddr) -> Result<Ticket, Refusal> {
+        match &self.0 {
+            None => Ok(Ticket::NONE),
+            Some(shared) => shared.admit(req, peer),
+        }
+    }
+
+    /// Re-reads the accounts file now; `false` (and the previous accounts kept) if it does not
+    /// load. Errors are logged with the file and line.
+    pub fn reload(&self) -> bool {
+        self.0
+            .as_ref()
+            .is_some_and(|s| s.reload("reload requested"))
+    }
+
+    /// The counters, or `None` when the gate is off.
+    pub fn stats(&self) -> Option<AuthStats> {
+        self.0
+            .as_ref()
+            .map(|s| s.counters.snapshot(s.mode, s.policy.load().account_count()))
+    }
+
+    /// [`policy::Policy::credentials_allow`] on the current accounts; `false` when off.
+    pub fn credentials_allow(
+        &self,
+        access_key: &str,
+        secret_key: &str,
+        class: RequestClass,
+    ) -> bool {
+        self.0.as_ref().is_some_and(|s| {
+            s.policy
+                .load()
+                .credentials_allow(access_key, secret_key, class)
+        })
+    }
+}
+
+impl Shared {
+    fn admit(&self, req: &RemotingCommand, peer: SocketAddr) -> Result<Ticket, Refusal> {
+        let policy = self.policy.load();
+        let admin = RequestClass::of(req.code) == RequestClass::Admin;
+        let refusal = match policy::decide(&policy, req, peer.ip()) {
+            Ok(admission) => {
+                let who = match admission {
+                    Admission::Open => "(unsigned)",
+                    Admission::ByAddress => {
+                        self.counters.accepted_by_address();
+                        "(by address)"
+                    }
+                    Admission::Signed { access_key } => {
+                        self.counters.accepted_signed();
+                        access_key
+                    }
+                };
+                return Ok(match admin {
+                    true => Ticket(Some(Box::new(AuditEntry {
+                        who: who.to_owned(),
+                        would_refuse: None,
+                    }))),
+                    false => Ticket::NONE,
+                });
+            }
+            Err(refusal) => refusal,
+        };
+        let enforced = self.mode == AuthMode::Enforce;
+        if enforced {
+            self.counters.refused(refusal.reason, req.is_oneway());
+        } else {
+            self.counters.would_refuse(refusal.reason);
+        }
+        self.refusal_log
+            .lock()
+            .log(&refusal, req.is_oneway(), enforced);
+        if enforced {
+            return Err(refusal);
+        }
+        Ok(match admin {
+            true => Ticket(Some(Box::new(AuditEntry {
+                who: refusal.access_key.clone().unwrap_or_default(),
+                would_refuse: Some(refusal.to_string()),
+            }))),
+            false => Ticket::NONE,
+        })
+    }
+
+    /// Loads the file and swaps the accounts in; on failure logs and keeps the old ones.
+    fn reload(&self, why: &str) -> bool {
+        *self.seen.lock() = watch::fingerprint(&self.path);
+        match accounts::load(&self.path) {
+            Ok(policy) => {
+                watch::warn_if_exposed(&self.path);
+                tracing::info!(
+                    file = %self.path.display(),
+                    accounts = policy.account_count(),
+                    "accounts reloaded ({why})"
+                );
+                self.policy.store(Arc::new(policy));
+                self.counters.reloaded(true);
+                true
+            }
+            Err(e) => {
+                tracing::error!("{e}; keeping the previous accounts ({why})");
+                self.counters.reloaded(false);
+                false
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,339 @@
+//! The decision: may this request be served? A pure function of the loaded [`Policy`], the
+//! request and the peer's address — no I/O, no logging, no counters (the gate in `mod.rs` does
+//! those).
+//!
+//! Every request code belongs to one [`RequestClass`] (AUTH.md §5). A class the policy does
+//! not require a signature for is served whatever the request carries, so unsigned 4.9.x
+//! brokers and clients keep working and a stranger's signature cannot get an open request
+//! refused. For a class that needs one, the checks run in this order:
+//!
+//! 1. read and broker requests from a `globalWhiteRemoteAddresses` address pass unsigned
+//!    (admin requests never pass by address);
+//! 2. `AccessKey` present and known;
+//! 3. `Signature` is the signature of the request (AUTH.md §1.2, compared in constant time),
+//!    also accepted when it only matches without the zone fields a 5.3.3 client adds after
+//!    signing (AUTH.md §1.3);
+//! 4. the account's `whiteRemoteAddress`, if set, matches the peer;
+//! 5. the account may send the class (`admin` may send everything).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::IpAddr;
+
+use super::address::AddressPattern;
+use crate::protocol::RemotingCommand;
+use crate::protocol::code::request as rc;
+use crate::protocol::signature;
+
+/// Ext fields a 5.3.3 client adds after signing when a zone is configured.
+const ZONE_FIELDS: [&str; 2] = ["__ZONE_NAME", "__ZONE_MODE"];
+
+/// Longest access key echoed in a remark or a log line.
+const ECHO_LIMIT: usize = 64;
+
+/// What a request does, for the policy (AUTH.md §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RequestClass {
+    /// Route, cluster, topic-list and KV lookups.
+    Read,
+    /// Broker registration, unregistration, heartbeats and data-version queries.
+    Broker,
+    /// Everything that changes the name server's data or configuration, and reading that
+    /// configuration (GET_NAMESRV_CONFIG shows paths). Codes the server does not serve count as
+    /// admin, so a code added later is closed until classified.
+    Admin,
+}
+
+impl RequestClass {
+    /// Every class, in the order the file and the logs name them.
+    pub const ALL: [RequestClass; 3] = [
+        RequestClass::Read,
+        RequestClass::Broker,
+        RequestClass::Admin,
+    ];
+
+    /// The class of a request code.
+    pub fn of(code: i32) -> RequestClass {
+        match code {
+            rc::GET_KV_CONFIG
+            | rc::GET_ROUTEINFO_BY_TOPIC
+            | rc::GET_BROKER_CLUSTER_INFO
+            | rc::GET_ALL_TOPIC_LIST_FROM_NAMESERVER
+            | rc::GET_KVLIST_BY_NAMESPACE
+            | rc::GET_TOPICS_BY_CLUSTER
+            | rc::GET_SYSTEM_TOPIC_LIST_FROM_NS
+            | rc::GET_UNIT_TOPIC_LIST
+            | rc::GET_HAS_UNIT_SUB_TOPIC_LIST
+            | rc::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST
+            | rc::GET_BROKER_MEMBER_GROUP => RequestClass::Read,
+            rc::REGISTER_BROKER
+            | rc::UNREGISTER_BROKER
+            | rc::REGISTER_TOPIC_IN_NAMESRV
+            | rc::QUERY_DATA_VERSION
+            | rc::BROKER_HEARTBEAT => RequestClass::Broker,
+            _ => RequestClass::Admin,
+        }
+    }
+
+    /// The class's name in the accounts file (`read`, `broker`, `admin`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RequestClass::Read => "read",
+            RequestClass::Broker => "broker",
+            RequestClass::Admin => "admin",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// One account of the accounts file. The secret key never leaves this module's decisions:
+/// it is not printed by `Debug` and never part of a remark or log line.
+#[derive(Clone)]
+pub struct Account {
+    pub(super) secret_key: String,
+    /// May send each class, indexed by [`RequestClass`].
+    pub(super) may: [bool; 3],
+    pub(super) white_remote_address: Option<AddressPattern>,
+}
+
+impl fmt::Debug for Account {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Account")
+            .field("secret_key", &"<redacted>")
+            .field("may", &self.may)
+            .field("white_remote_address", &self.white_remote_address)
+            .finish()
+    }
+}
+
+impl Account {
+    /// Whether the account may send requests of `class`.
+    pub fn may(&self, class: RequestClass) -> bool {
+        self.may[class.index()]
+    }
+}
+
+/// A loaded accounts file: what needs a signature, trusted addresses and accounts by access
+/// key. Replaced as a whole on reload.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    /// Whether each class needs a signature, indexed by [`RequestClass`].
+    pub(super) signature_required: [bool; 3],
+    pub(super) global_white_remote_addresses: Vec<AddressPattern>,
+    pub(super) accounts: HashMap<String, Account>,
+}
+
+impl Policy {
+    /// Whether requests of `class` need a signature.
+    pub fn signature_required(&self, class: RequestClass) -> bool {
+        self.signature_required[class.index()]
+    }
+
+    /// Number of accounts.
+    pub fn account_count(&self) -> usize {
+        self.accounts.len()
+    }
+
+    /// Whether `access_key` with `secret_key` names an account allowed to send `class`
+    /// (compared in constant time; for callers that take credentials directly rather than
+    /// as a signature, such as an HTTP side door).
+    pub fn credentials_allow(
+        &self,
+        access_key: &str,
+        secret_key: &str,
+        class: RequestClass,
+    ) -> bool {
+        let Some(account) = self.accounts.get(access_key) else {
+            return false;
+        };
+        // Equal MACs of the two secrets under one key: a constant-time comparison of secrets
+        // of any length, reusing the signing code.
+        let probe = signature::sign(access_key, secret_key.as_bytes());
+        signature::verify(access_key, account.secret_key.as_bytes(), &probe) && account.may(class)
+    }
+}
+
+/// How a request was let through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission<'p> {
+    /// Its class needs no signature.
+    Open,
+    /// It came from a `globalWhiteRemoteAddresses` address.
+    ByAddress,
+    /// It carried a valid signature of this account.
+    Signed {
+        /// The signer.
+        access_key: &'p str,
+    },
+}
+
+/// Why a request was (or, in audit mode, would have been) refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reason {
+    /// No `AccessKey` on a request whose class needs a signature.
+    MissingAccessKey,
+    /// The `AccessKey` names no account.
+    UnknownAccessKey,
+    /// The `Signature` is missing or does not match.
+    BadSignature,
+    /// The account's `whiteRemoteAddress` does not match the peer.
+    AddressNotAllowed,
+    /// The account may not send requests of this class.
+    NoPermission,
+}
+
+impl Reason {
+    /// Every reason, for counters.
+    pub const ALL: [Reason; 5] = [
+        Reason::MissingAccessKey,
+        Reason::UnknownAccessKey,
+        Reason::BadSignature,
+        Reason::AddressNotAllowed,
+        Reason::NoPermission,
+    ];
+
+    /// A stable snake_case label (logs, metrics).
+    pub fn label(self) -> &'static str {
+        match self {
+            Reason::MissingAccessKey => "missing_access_key",
+            Reason::UnknownAccessKey => "unknown_access_key",
+            Reason::BadSignature => "bad_signature",
+            Reason::AddressNotAllowed => "address_not_allowed",
+            Reason::NoPermission => "no_permission",
+        }
+    }
+
+    /// Position in [`Reason::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A refusal: the reason and what the remark and the log line say about it. `Display` is the
+/// remark sent to the client; it names the access key (never the secret).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// Why.
+    pub reason: Reason,
+    /// The request code.
+    pub code: i32,
+    /// The request's class.
+    pub class: RequestClass,
+    /// The access key the request carried, cut to a printable length.
+    pub access_key: Option<String>,
+    /// The peer's address.
+    pub peer: IpAddr,
+    /// For [`Reason::BadSignature`]: whether the signature was absent rather than wrong.
+    pub signature_missing: bool,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ak = self.access_key.as_deref().unwrap_or("");
+        let (code, class) = (self.code, self.class.name());
+        match self.reason {
+            Reason::MissingAccessKey => write!(
+                f,
+                "request code {code} ({class}) needs a signature: no AccessKey in the request"
+            ),
+            Reason::UnknownAccessKey => write!(f, "unknown AccessKey {ak}"),
+            Reason::BadSignature if self.signature_missing => {
+                write!(f, "no Signature with AccessKey {ak}")
+            }
+            Reason::BadSignature => write!(f, "check signature failed for AccessKey {ak}"),
+            Reason::AddressNotAllowed => {
+                write!(
+                    f,
+                    "AccessKey {ak} is not allowed from address {}",
+                    self.peer
+                )
+            }
+            Reason::NoPermission => write!(
+                f,
+                "AccessKey {ak} has no permission for request code {code} ({class})"
+            ),
+        }
+    }
+}
+
+/// Decides whether `req` from `peer` may be served under `policy`.
+pub fn decide<'p>(
+    policy: &'p Policy,
+    req: &RemotingCommand,
+    peer: IpAddr,
+) -> Result<Admission<'p>, Refusal> {
+    let class = RequestClass::of(req.code);
+    if !policy.signature_required(class) {
+        return Ok(Admission::Open);
+    }
+    let peer = peer.to_canonical();
+    if class != RequestClass::Admin
+        && policy
+            .global_white_remote_addresses
+            .iter()
+            .any(|p| p.matches(peer))
+    {
+        return Ok(Admission::ByAddress);
+    }
+    let refuse = |reason, access_key: Option<&str>| Refusal {
+        reason,
+        code: req.code,
+        class,
+        access_key: access_key.map(echo),
+        peer,
+        signature_missing: false,
+    };
+    let Some(access_key) = req.ext(signature::ACCESS_KEY) else {
+        return Err(refuse(Reason::MissingAccessKey, None));
+    };
+    let Some((key, account)) = policy.accounts.get_key_value(access_key) else {
+        return Err(refuse(Reason::UnknownAccessKey, Some(access_key)));
+    };
+    let Some(given) = req.ext(signature::SIGNATURE) else {
+        return Err(Refusal {
+            signature_missing: true,
+            ..refuse(Reason::BadSignature, Some(access_key))
+        });
+    };
+    if !signature_matches(&account.secret_key, req, given) {
+        return Err(refuse(Reason::BadSignature, Some(access_key)));
+    }
+    if let Some(white) = &account.white_remote_address
+        && !white.matches(peer)
+    {
+        return Err(refuse(Reason::AddressNotAllowed, Some(access_key)));
+    }
+    if !account.may(class) {
+        return Err(refuse(Reason::NoPermission, Some(access_key)));
+    }
+    Ok(Admission::Signed { access_key: key })
+}
+
+fn signature_matches(secret_key: &str, req: &RemotingCommand, given: &str) -> bool {
+    let fields = || req.ext_fields.iter().flat_map(|f| f.iter());
+    let body = req.body_bytes();
+    if signature::verify(secret_key, &signature::content(fields(), body, &[]), given) {
+        return true;
+    }
+    // A 5.3.3 client with a zone adds the zone fields after signing (AUTH.md §1.3).
+    fields().any(|(k, _)| ZONE_FIELDS.contains(&k))
+        && signature::verify(
+            secret_key,
+            &signature::content(fields(), body, &ZONE_FIELDS),
+            given,
+        )
+}
+
+/// `text` cut to [`ECHO_LIMIT`] characters, for remarks and logs.
+pub(super) fn echo(text: &str) -> String {
+    match text.char_indices().nth(ECHO_LIMIT) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,318 @@
+use super::*;
+use crate::auth::accounts;
+use crate::protocol::ExtFields;
+use crate::protocol::code::request as rc;
+
+const FILE: &str = "\
+signatureRequired: [read, broker, admin]
+globalWhiteRemoteAddresses: [10.1.0.*]
+accounts:
+  - {accessKey: rocketmq2, secretKey: '12345678', admin: true}
+  - {accessKey: rocketmq, secretKey: '12345678', broker: true}
+  - {accessKey: reader01, secretKey: '12345678'}
+  - {accessKey: pinned01, secretKey: '12345678', admin: true, whiteRemoteAddress: 192.168.1.*}
+";
+
+fn policy(text: &str) -> Policy {
+    accounts::parse(text.as_bytes(), "acl.yml").unwrap()
+}
+
+fn request(code: i32, fields: &[(&str, &str)], body: &[u8]) -> RemotingCommand {
+    let mut req = RemotingCommand::request(code, 1).with_body(body.to_vec());
+    req.ext_fields = Some(fields.iter().copied().collect::<ExtFields>());
+    req
+}
+
+/// `req` signed as `AclClientRPCHook` signs it.
+fn signed(mut req: RemotingCommand, access_key: &str, secret: &str) -> RemotingCommand {
+    let fields = req.ext_fields.get_or_insert_with(ExtFields::new);
+    fields.insert(signature::ACCESS_KEY, access_key);
+    let content = signature::content(fields.iter(), req.body.as_deref().unwrap_or(&[]), &[]);
+    let sig = signature::sign(secret, &content);
+    req.ext_fields
+        .as_mut()
+        .unwrap()
+        .insert(signature::SIGNATURE, sig);
+    req
+}
+
+fn ip(text: &str) -> IpAddr {
+    text.parse().unwrap()
+}
+
+fn reason(p: &Policy, req: &RemotingCommand, peer: &str) -> Option<Reason> {
+    decide(p, req, ip(peer)).err().map(|r| r.reason)
+}
+
+#[test]
+fn every_served_code_has_the_class_of_auth_md_section_5() {
+    use RequestClass::*;
+    let expected = [
+        (rc::PUT_KV_CONFIG, Admin),
+        (rc::GET_KV_CONFIG, Read),
+        (rc::DELETE_KV_CONFIG, Admin),
+        (rc::REGISTER_BROKER, Broker),
+        (rc::UNREGISTER_BROKER, Broker),
+        (rc::GET_ROUTEINFO_BY_TOPIC, Read),
+        (rc::GET_BROKER_CLUSTER_INFO, Read),
+        (rc::WIPE_WRITE_PERM_OF_BROKER, Admin),
+        (rc::GET_ALL_TOPIC_LIST_FROM_NAMESERVER, Read),
+        (rc::DELETE_TOPIC_IN_NAMESRV, Admin),
+        (rc::REGISTER_TOPIC_IN_NAMESRV, Broker),
+        (rc::GET_KVLIST_BY_NAMESPACE, Read),
+        (rc::GET_TOPICS_BY_CLUSTER, Read),
+        (rc::GET_SYSTEM_TOPIC_LIST_FROM_NS, Read),
+        (rc::GET_UNIT_TOPIC_LIST, Read),
+        (rc::GET_HAS_UNIT_SUB_TOPIC_LIST, Read),
+        (rc::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST, Read),
+        (rc::UPDATE_NAMESRV_CONFIG, Admin),
+        (rc::GET_NAMESRV_CONFIG, Admin),
+        (rc::QUERY_DATA_VERSION, Broker),
+        (rc::ADD_WRITE_PERM_OF_BROKER, Admin),
+        (rc::GET_BROKER_MEMBER_GROUP, Read),
+        (rc::BROKER_HEARTBEAT, Broker),
+        (12345, Admin),
+    ];
+    for (code, class) in expected {
+        assert_eq!(RequestClass::of(code), class, "code {code}");
+    }
+}
+
+#[test]
+fn worked_examples_are_accepted_and_any_change_is_refused() {
+    // The examples sign as rocketmq2 (admin) and rocketmq (broker), both with 12345678.
+    let p = policy(FILE);
+    for ex in signature::worked_examples::ALL {
+        let mut fields = ex.fields.to_vec();
+        fields.push(("Signature", ex.signature));
+        let req = request(ex.code, &fields, ex.body);
+        assert!(decide(&p, &req, ip("127.0.0.1")).is_ok(), "{}", ex.name);
+        if let Some(&(key, value)) = ex.fields.iter().find(|(k, _)| *k != "AccessKey") {
+            let mut changed = req.clone();
+            let fields = changed.ext_fields.as_mut().unwrap();
+            fields.insert(key, format!("{value}x"));
+            assert_eq!(
+                reason(&p, &changed, "127.0.0.1"),
+                Some(Reason::BadSignature),
+                "{}",
+                ex.name
+            );
+        }
+        if !ex.body.is_empty() {
+            let tampered = req.clone().with_body([ex.body, b" "].concat());
+            assert_eq!(
+                reason(&p, &tampered, "127.0.0.1"),
+                Some(Reason::BadSignature)
+            );
+        }
+    }
+}
+
+#[test]
+fn zone_fields_added_after_signing_do_not_fail_a_valid_client() {
+    let p = policy(FILE);
+    let mut req = signed(
+        request(rc::GET_ROUTEINFO_BY_TOPIC, &[("topic", "T")], b""),
+        "reader01",
+        "12345678",
+    );
+    let fields = req.ext_fields.as_mut().unwrap();
+    fields.insert("__ZONE_NAME", "zone-a");
+    fields.insert("__ZONE_MODE", "true");
+    assert!(decide(&p, &req, ip("127.0.0.1")).is_ok());
+    // A broker that signs the zone fields too is accepted as well.
+    let req = signed(
+        request(
+            rc::GET_ROUTEINFO_BY_TOPIC,
+            &[("topic", "T"), ("__ZONE_NAME", "zone-a")],
+            b"",
+        ),
+        "reader01",
+        "12345678",
+    );
+    assert!(decide(&p, &req, ip("127.0.0.1")).is_ok());
+    // Other unsigned additions are not forgiven.
+    let mut req = signed(
+        request(rc::GET_ROUTEINFO_BY_TOPIC, &[("topic", "T")], b""),
+        "reader01",
+        "12345678",
+    );
+    req.ext_fields.as_mut().unwrap().insert("lo", "true");
+    assert_eq!(reason(&p, &req, "127.0.0.1"), Some(Reason::BadSignature));
+}
+
+#[test]
+fn every_refusal_reason() {
+    let p = policy(FILE);
+    let route = || request(rc::GET_ROUTEINFO_BY_TOPIC, &[("topic", "T")], b"");
+    let put = || {
+        request(
+            rc::PUT_KV_CONFIG,
+            &[("namespace", "n"), ("key", "k"), ("value", "v")],
+            b"",
+        )
+    };
+    assert_eq!(
+        reason(&p, &route(), "127.0.0.1"),
+        Some(Reason::MissingAccessKey)
+    );
+    assert_eq!(
+        reason(&p, &signed(route(), "nobody01", "12345678"), "127.0.0.1"),
+        Some(Reason::UnknownAccessKey)
+    );
+    assert_eq!(
+        reason(
+            &p,
+            &signed(route(), "reader01", "wrong-secret"),
+            "127.0.0.1"
+        ),
+        Some(Reason::BadSignature)
+    );
+    let mut unsigned = route();
+    unsigned
+        .ext_fields
+        .as_mut()
+        .unwrap()
+        .insert("AccessKey", "reader01");
+    let refusal = decide(&p, &unsigned, ip("127.0.0.1")).unwrap_err();
+    assert_eq!(refusal.reason, Reason::BadSignature);
+    assert!(refusal.signature_missing);
+    let mut garbled = signed(route(), "reader01", "12345678");
+    garbled
+        .ext_fields
+        .as_mut()
+        .unwrap()
+        .insert("Signature", "%%%");
+    assert_eq!(
+        reason(&p, &garbled, "127.0.0.1"),
+        Some(Reason::BadSignature)
+    );
+    assert_eq!(
+        reason(&p, &signed(put(), "pinned01", "12345678"), "192.168.2.1"),
+        Some(Reason::AddressNotAllowed)
+    );
+    assert!(
+        decide(
+            &p,
+            &signed(put(), "pinned01", "12345678"),
+            ip("192.168.1.9")
+        )
+        .is_ok()
+    );
+    assert_eq!(
+        reason(&p, &signed(put(), "reader01", "12345678"), "127.0.0.1"),
+        Some(Reason::NoPermission)
+    );
+    let register = request(rc::BROKER_HEARTBEAT, &[("brokerName", "b")], b"");
+    assert_eq!(
+        reason(
+            &p,
+            &signed(register.clone(), "reader01", "12345678"),
+            "127.0.0.1"
+        ),
+        Some(Reason::NoPermission)
+    );
+    assert!(
+        decide(
+            &p,
+            &signed(register, "rocketmq", "12345678"),
+            ip("127.0.0.1")
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn remarks_say_what_is_wrong_and_never_the_secret() {
+    let p = policy(FILE);
+    let route = || request(rc::GET_ROUTEINFO_BY_TOPIC, &[("topic", "T")], b"");
+    let remark =
+        |req: &RemotingCommand, peer: &str| decide(&p, req, ip(peer)).unwrap_err().to_string();
+    assert_eq!(
+        remark(&route(), "127.0.0.1"),
+        "request code 105 (read) needs a signature: no AccessKey in the request"
+    );
+    assert_eq!(
+        remark(&signed(route(), "nobody01", "x"), "127.0.0.1"),
+        "unknown AccessKey nobody01"
+    );
+    assert_eq!(
+        remark(&signed(route(), "reader01", "wrong"), "127.0.0.1"),
+        "check signature failed for AccessKey reader01"
+    );
+    let put = request(
+        rc::DELETE_KV_CONFIG,
+        &[("namespace", "n"), ("key", "k")],
+        b"",
+    );
+    assert_eq!(
+        remark(&signed(put.clone(), "reader01", "12345678"), "127.0.0.1"),
+        "AccessKey reader01 has no permission for request code 102 (admin)"
+    );
+    assert_eq!(
+        remark(&signed(put, "pinned01", "12345678"), "10.9.8.7"),
+        "AccessKey pinned01 is not allowed from address 10.9.8.7"
+    );
+    let long = "k".repeat(1000);
+    let r = remark(&signed(route(), &long, "x"), "127.0.0.1");
+    assert!(r.len() < 100, "{r}");
+    for r in [
+        remark(&signed(route(), "reader01", "wrong"), "127.0.0.1"),
+        format!(
+            "{:?}",
+            decide(&p, &signed(route(), "reader01", "wrong"), ip("::1"))
+        ),
+    ] {
+        assert!(!r.contains("12345678"), "{r}");
+    }
+}
+
+#[test]
+fn open_classes_and_trusted_addresses() {
+    // Defaults: only admin needs a signature, and nothing else is looked at.
+    let p = policy("accounts: [{accessKey: rocketmq2, secretKey: '12345678', admin: true}]\n");
+    let route = request(
+        rc::GET_ROUTEINFO_BY_TOPIC,
+        &[
+            ("topic", "T"),
+            ("AccessKey", "stranger"),
+            ("Signature", "junk"),
+        ],
+        b"",
+    );
+    assert_eq!(decide(&p, &route, ip("127.0.0.1")), Ok(Admission::Open));
+    let reg = request(rc::REGISTER_BROKER, &[], b"");
+    assert_eq!(decide(&p, &reg, ip("127.0.0.1")), Ok(Admission::Open));
+    let wipe = request(rc::WIPE_WRITE_PERM_OF_BROKER, &[("brokerName", "b")], b"");
+    assert_eq!(
+        reason(&p, &wipe, "127.0.0.1"),
+        Some(Reason::MissingAccessKey)
+    );
+    // Trusted addresses pass read and broker requests unsigned, never admin ones.
+    let p = policy(FILE);
+    assert_eq!(decide(&p, &reg, ip("10.1.0.9")), Ok(Admission::ByAddress));
+    assert_eq!(
+        decide(&p, &reg, ip("::ffff:10.1.0.9")),
+        Ok(Admission::ByAddress)
+    );
+    assert_eq!(reason(&p, &reg, "10.2.0.9"), Some(Reason::MissingAccessKey));
+    assert_eq!(
+        reason(&p, &wipe, "10.1.0.9"),
+        Some(Reason::MissingAccessKey)
+    );
+    assert_eq!(
+        reason(&p, &signed(wipe, "rocketmq2", "wrong"), "10.1.0.9"),
+        Some(Reason::BadSignature)
+    );
+}
+
+#[test]
+fn credentials_are_checked_like_signatures() {
+    let p = policy(FILE);
+    assert!(p.credentials_allow("rocketmq2", "12345678", RequestClass::Admin));
+    assert!(!p.credentials_allow("rocketmq2", "12345679", RequestClass::Admin));
+    assert!(!p.credentials_allow("rocketmq2", "1234567", RequestClass::Admin));
+    assert!(!p.credentials_allow("reader01", "12345678", RequestClass::Admin));
+    assert!(p.credentials_allow("reader01", "12345678", RequestClass::Read));
+    assert!(!p.credentials_allow("nobody01", "12345678", RequestClass::Read));
+}

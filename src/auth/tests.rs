@@ -1,0 +1,206 @@
+//! Gate-level tests: modes, counters and reloads (the decision rules are tested in
+//! `policy/tests.rs`).
+
+use std::path::Path;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+use crate::config::Env;
+use crate::protocol::ExtFields;
+use crate::protocol::code::request as rc;
+use crate::reload::Reload;
+
+const ACCOUNTS: &str =
+    "accounts:\n  - {accessKey: rocketmq2, secretKey: '12345678', admin: true}\n";
+
+fn settings(mode: AuthMode, path: &Path) -> Settings {
+    let mut s = Settings::defaults(&Env {
+        home: "/nonexistent".into(),
+        rocketmq_home: None,
+    });
+    s.auth_mode = mode;
+    s.auth_config_path = path.display().to_string();
+    s
+}
+
+fn gate(mode: AuthMode, text: &str) -> (Gate, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("acl.yml");
+    std::fs::write(&path, text).unwrap();
+    (Gate::load(&settings(mode, &path)).unwrap(), dir)
+}
+
+fn peer() -> SocketAddr {
+    "127.0.0.1:40000".parse().unwrap()
+}
+
+fn put_kv(oneway: bool) -> RemotingCommand {
+    let mut req = RemotingCommand::request(rc::PUT_KV_CONFIG, 7);
+    req.ext_fields = Some(ExtFields::from_iter([
+        ("namespace", "n"),
+        ("key", "k"),
+        ("value", "v"),
+    ]));
+    if oneway {
+        req.flag |= crate::protocol::code::FLAG_ONEWAY;
+    }
+    req
+}
+
+#[test]
+fn off_checks_nothing_and_reads_no_file() {
+    let s = settings(AuthMode::Off, Path::new("/nonexistent/acl.yml"));
+    let gate = Gate::load(&s).unwrap();
+    assert_eq!(gate.mode(), AuthMode::Off);
+    assert!(gate.admit(&put_kv(false), peer()).unwrap().0.is_none());
+    assert_eq!(gate.stats(), None);
+    assert!(!gate.reload());
+    assert!(!gate.credentials_allow("rocketmq2", "12345678", RequestClass::Admin));
+}
+
+#[test]
+fn a_missing_or_broken_file_fails_the_start() {
+    let e = Gate::load(&settings(
+        AuthMode::Enforce,
+        Path::new("/nonexistent/acl.yml"),
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("/nonexistent/acl.yml"), "{e}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("acl.yml");
+    std::fs::write(&path, "accounts:\n  - accessKey: [\n").unwrap();
+    let e = Gate::load(&settings(AuthMode::Audit, &path)).unwrap_err();
+    assert!(matches!(e, LoadError::Invalid { line: 2.., .. }), "{e}");
+}
+
+#[test]
+fn enforce_refuses_and_counts_by_reason() {
+    let (gate, _dir) = gate(AuthMode::Enforce, ACCOUNTS);
+    let refusal = gate.admit(&put_kv(false), peer()).unwrap_err();
+    assert_eq!(refusal.reason, Reason::MissingAccessKey);
+    gate.admit(&put_kv(true), peer()).unwrap_err();
+    // Reads stay open by default and are not counted.
+    let mut route = RemotingCommand::request(rc::GET_ROUTEINFO_BY_TOPIC, 8);
+    route.ext_fields = Some(ExtFields::from_iter([("topic", "T")]));
+    assert!(gate.admit(&route, peer()).unwrap().0.is_none());
+    let stats = gate.stats().unwrap();
+    assert_eq!(stats.mode, AuthMode::Enforce);
+    assert_eq!(stats.accounts, 1);
+    assert_eq!(stats.refused_for(Reason::MissingAccessKey), 2);
+    assert_eq!(stats.refused_total(), 2);
+    assert_eq!(stats.refused_oneway, 1);
+    assert_eq!(stats.accepted_signed, 0);
+}
+
+#[test]
+fn audit_lets_everything_through_and_counts_what_it_would_refuse() {
+    let (gate, _dir) = gate(AuthMode::Audit, ACCOUNTS);
+    let ticket = gate.admit(&put_kv(false), peer()).unwrap();
+    let entry = ticket.0.as_ref().expect("admin requests are audited");
+    assert!(
+        entry
+            .would_refuse
+            .as_deref()
+            .unwrap()
+            .contains("no AccessKey")
+    );
+    ticket.record(&put_kv(false), peer(), Some(0));
+    let stats = gate.stats().unwrap();
+    assert_eq!(stats.refused_total(), 0);
+    assert_eq!(stats.would_refuse_for(Reason::MissingAccessKey), 1);
+}
+
+#[test]
+fn signed_admin_requests_get_an_audit_ticket() {
+    let (gate, _dir) = gate(AuthMode::Enforce, ACCOUNTS);
+    let mut req = put_kv(false);
+    let fields = req.ext_fields.as_mut().unwrap();
+    fields.insert("AccessKey", "rocketmq2");
+    let sig = crate::protocol::signature::sign(
+        "12345678",
+        &crate::protocol::signature::content(fields.iter(), b"", &[]),
+    );
+    fields.insert("Signature", sig);
+    let ticket = gate.admit(&req, peer()).unwrap();
+    assert_eq!(ticket.0.as_ref().unwrap().who, "rocketmq2");
+    assert_eq!(gate.stats().unwrap().accepted_signed, 1);
+    assert!(gate.credentials_allow("rocketmq2", "12345678", RequestClass::Admin));
+}
+
+#[test]
+fn a_broken_reload_keeps_the_previous_accounts() {
+    let (gate, dir) = gate(AuthMode::Enforce, ACCOUNTS);
+    let path = dir.path().join("acl.yml");
+    std::fs::write(&path, "accounts:\n  - {accessKey: x}\n").unwrap();
+    assert!(!gate.reload());
+    assert!(gate.credentials_allow("rocketmq2", "12345678", RequestClass::Admin));
+    std::fs::remove_file(&path).unwrap();
+    assert!(!gate.reload());
+    assert!(gate.credentials_allow("rocketmq2", "12345678", RequestClass::Admin));
+    std::fs::write(
+        &path,
+        "accounts:\n  - {accessKey: rocketmq3, secretKey: '87654321', admin: true}\n",
+    )
+    .unwrap();
+    assert!(gate.reload());
+    assert!(!gate.credentials_allow("rocketmq2", "12345678", RequestClass::Admin));
+    assert!(gate.credentials_allow("rocketmq3", "87654321", RequestClass::Admin));
+    let stats = gate.stats().unwrap();
+    assert_eq!((stats.reloads, stats.reload_failures), (1, 2));
+}
+
+/// Lets the watcher task run until it is idle again.
+async fn settle() {
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_watcher_follows_file_changes_and_reload_requests() {
+    let (gate, dir) = gate(AuthMode::Enforce, ACCOUNTS);
+    let path = dir.path().join("acl.yml");
+    let reload = Reload::new();
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(watch::run(gate.clone(), reload.subscribe(), cancel.clone()));
+    settle().await;
+
+    // An unchanged file is not re-read.
+    tokio::time::advance(watch::POLL_INTERVAL * 3).await;
+    settle().await;
+    assert_eq!(gate.stats().unwrap().reloads, 0);
+
+    // A change is picked up at the next poll.
+    std::fs::write(
+        &path,
+        "accounts:\n  - {accessKey: rocketmq3, secretKey: '87654321', admin: true}\n  - {accessKey: rocketmq4, secretKey: '87654321'}\n",
+    )
+    .unwrap();
+    tokio::time::advance(watch::POLL_INTERVAL).await;
+    settle().await;
+    let stats = gate.stats().unwrap();
+    assert_eq!((stats.reloads, stats.accounts), (1, 2));
+
+    // A broken edit is reported once and changes nothing.
+    std::fs::write(&path, "accounts: [\n").unwrap();
+    for _ in 0..3 {
+        tokio::time::advance(watch::POLL_INTERVAL).await;
+        settle().await;
+    }
+    let stats = gate.stats().unwrap();
+    assert_eq!((stats.reload_failures, stats.accounts), (1, 2));
+
+    // A reload request (SIGHUP) re-reads even an unchanged file.
+    reload.request();
+    settle().await;
+    assert_eq!(gate.stats().unwrap().reload_failures, 2);
+
+    cancel.cancel();
+    tokio::time::timeout(Duration::from_secs(1), task)
+        .await
+        .unwrap()
+        .unwrap();
+}

@@ -1,0 +1,87 @@
+//! Keeping the accounts current: a background task re-reads the accounts file when a reload is
+//! requested (SIGHUP, see [`crate::reload`]) and when the file's metadata changes (polled every
+//! [`POLL_INTERVAL`] on tokio's clock). Also the start-up check that the file is not readable by
+//! other users.
+
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::Gate;
+
+/// How often the accounts file's metadata is compared with what was last loaded.
+pub const POLL_INTERVAL: Duration = Duration::from_secs(2);
+
+/// What identifies one version of a file without reading it: size, modification and change
+/// times, and (on Unix) device and inode, so that an editor's write-and-rename is seen too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Fingerprint {
+    len: u64,
+    modified: Option<SystemTime>,
+    #[cfg(unix)]
+    unix: (u64, u64, i64, i64),
+}
+
+/// The file's fingerprint, or `None` if it cannot be read.
+pub(super) fn fingerprint(path: &Path) -> Option<Fingerprint> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some(Fingerprint {
+        len: meta.len(),
+        modified: meta.modified().ok(),
+        #[cfg(unix)]
+        unix: {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino(), meta.ctime(), meta.ctime_nsec())
+        },
+    })
+}
+
+/// Warns when the accounts file can be read or written by users other than its owner.
+pub(super) fn warn_if_exposed(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(meta) = std::fs::metadata(path) {
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                tracing::warn!(
+                    file = %path.display(),
+                    mode = format_args!("{mode:o}"),
+                    "the accounts file holds secret keys but other users can access it: chmod 600 it"
+                );
+            }
+        }
+    }
+}
+
+/// Reloads `gate`'s accounts on every reload request and whenever the file changes, until
+/// `cancel` fires. Does nothing for a gate that is off.
+pub async fn run(gate: Gate, mut reloads: watch::Receiver<u64>, cancel: CancellationToken) {
+    let Some(shared) = gate.0 else {
+        return;
+    };
+    let mut poll = tokio::time::interval(POLL_INTERVAL);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    poll.tick().await;
+    let mut requests_open = true;
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            changed = reloads.changed(), if requests_open => match changed {
+                Ok(()) => {
+                    shared.reload("reload requested");
+                }
+                // The handle is gone: only the file watch is left.
+                Err(_) => requests_open = false,
+            },
+            _ = poll.tick() => {
+                let changed = fingerprint(&shared.path) != *shared.seen.lock();
+                if changed {
+                    shared.reload("the file changed");
+                }
+            }
+        }
+    }
+}
