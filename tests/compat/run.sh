@@ -13,7 +13,10 @@
 #   rust     the rocketmq-rust 1.0.0 broker registers with the name server, nsadmin's commands
 #            run against that live cluster (tests/compat/nsadmin_check.sh), the
 #            rocketmq-client-rust 1.0.0 checks (tests/compat/rust-client) run through it, and the
-#            broker must be gone from the name server after it shuts down.
+#            broker must be gone from the name server after it shuts down. Two more name
+#            servers run with authMode=enforce (read and admin signed; everything signed with
+#            127.0.0.1 trusted by address), the broker registers with them too, and the client's
+#            ACL hook (AclClientRPCHook) signs against them (`rust-client auth`).
 # Everything is stopped by PID at the end. Exit status: 0 if every check passed, 1 if any check
 # failed, 2 if the environment could not be prepared (tool missing, install failed, no ports).
 #
@@ -67,6 +70,8 @@ wanted rust && need cargo "installs the rocketmq-rust broker and builds the clie
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/namesrv-compat.XXXXXX")"
 mkdir -p "$WORK/logs" "$CACHE"
 NS_PID=""
+NS_SIGNED_PID=""
+NS_ADDR_PID=""
 BROKER_PID=""
 
 stop_pid() { # pid name grace-seconds
@@ -88,6 +93,8 @@ cleanup() {
   local rc=$?
   stop_pid "$BROKER_PID" broker 30
   stop_pid "$NS_PID" namesrv 15
+  stop_pid "$NS_SIGNED_PID" namesrv-signed 15
+  stop_pid "$NS_ADDR_PID" namesrv-by-address 15
   if [ "$FAILED" -eq 0 ] && [ "$rc" -eq 0 ] && [ "${NAMESRV_COMPAT_KEEP:-0}" != 1 ]; then
     rm -rf "$WORK"
   else
@@ -158,7 +165,7 @@ fi
 # Ports and the name server
 # ---------------------------------------------------------------------------------------------
 
-read -r NS_PORT BROKER_PORT < <(python3 - "${NAMESRV_COMPAT_BROKER_PORT:-}" <<'EOF'
+read -r NS_PORT BROKER_PORT NS_SIGNED_PORT NS_ADDR_PORT < <(python3 - "${NAMESRV_COMPAT_BROKER_PORT:-}" <<'EOF'
 import random, socket, sys
 
 def free(port):
@@ -171,7 +178,12 @@ def free(port):
     finally:
         s.close()
 
-s = socket.socket(); s.bind(("127.0.0.1", 0)); ns = s.getsockname()[1]; s.close()
+held = []
+def any_port():
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); held.append(s); return s.getsockname()[1]
+ns, ns_signed, ns_addr = any_port(), any_port(), any_port()
+for s in held:
+    s.close()
 fixed = sys.argv[1]
 if fixed:
     broker = int(fixed)
@@ -179,43 +191,76 @@ else:
     rng = random.Random()
     for _ in range(200):
         broker = rng.randrange(20002, 32000)  # below the usual ephemeral range
-        if ns not in (broker - 2, broker, broker + 1) and all(free(p) for p in (broker - 2, broker, broker + 1)):
+        if not {ns, ns_signed, ns_addr} & {broker - 2, broker, broker + 1} and all(free(p) for p in (broker - 2, broker, broker + 1)):
             break
     else:
         broker = 0
-print(ns, broker)
+print(ns, broker, ns_signed, ns_addr)
 EOF
 )
 [ "${BROKER_PORT:-0}" != 0 ] || die "found no free loopback ports for the broker"
 NS="127.0.0.1:$NS_PORT"
 
-cat > "$WORK/namesrv.properties.in" <<EOF
-listenPort=$NS_PORT
-bindAddress=127.0.0.1
-kvConfigPath=$WORK/namesrv/kvConfig.json
-configStorePath=$WORK/namesrv/namesrv.properties
-EOF
-mkdir -p "$WORK/namesrv"
-say "starting $NAMESRV_BIN on $NS"
-# Java's mqnamesrv always exports ROCKETMQ_HOME (start-up fails without it); do the same.
-ROCKETMQ_HOME="$WORK/namesrv" "$NAMESRV_BIN" -c "$WORK/namesrv.properties.in" \
-  >"$WORK/logs/namesrv.out" 2>"$WORK/logs/namesrv.err" &
-NS_PID=$!
-for ((i = 0; i < 120; i++)); do
-  grep -q "boot success" "$WORK/logs/namesrv.out" 2>/dev/null && break
-  kill -0 "$NS_PID" 2>/dev/null || break
-  sleep 0.25
-done
-if ! grep -q "boot success" "$WORK/logs/namesrv.out" 2>/dev/null; then
-  tail -n 20 "$WORK/logs/namesrv.out" "$WORK/logs/namesrv.err" >&2 || true
-  if kill -0 "$NS_PID" 2>/dev/null; then
-    die "namesrv did not report boot success within 30 s"
+# start_namesrv NAME PORT [EXTRA_PROPERTIES]: starts a name server on 127.0.0.1:PORT with its
+# files in $WORK/NAME, its config in $WORK/NAME.properties.in, logs in $WORK/logs/NAME.*;
+# waits for its boot line and sets STARTED_PID.
+start_namesrv() {
+  local name=$1 port=$2 extra=${3:-} i rc
+  mkdir -p "$WORK/$name"
+  printf 'listenPort=%s\nbindAddress=127.0.0.1\nkvConfigPath=%s\nconfigStorePath=%s\n%s' \
+    "$port" "$WORK/$name/kvConfig.json" "$WORK/$name/namesrv.properties" "$extra" > "$WORK/$name.properties.in"
+  say "starting $NAMESRV_BIN on 127.0.0.1:$port ($name)"
+  # Java's mqnamesrv always exports ROCKETMQ_HOME (start-up fails without it); do the same.
+  ROCKETMQ_HOME="$WORK/$name" "$NAMESRV_BIN" -c "$WORK/$name.properties.in" \
+    >"$WORK/logs/$name.out" 2>"$WORK/logs/$name.err" &
+  STARTED_PID=$!
+  for ((i = 0; i < 120; i++)); do
+    grep -q "boot success" "$WORK/logs/$name.out" 2>/dev/null && break
+    kill -0 "$STARTED_PID" 2>/dev/null || break
+    sleep 0.25
+  done
+  if ! grep -q "boot success" "$WORK/logs/$name.out" 2>/dev/null; then
+    tail -n 20 "$WORK/logs/$name.out" "$WORK/logs/$name.err" >&2 || true
+    if kill -0 "$STARTED_PID" 2>/dev/null; then
+      die "$name did not report boot success within 30 s"
+    fi
+    wait "$STARTED_PID" && rc=0 || rc=$?
+    STARTED_PID=""
+    die "$name exited with status $rc before reporting boot success"
   fi
-  wait "$NS_PID" && rc=0 || rc=$?
-  NS_PID=""
-  die "namesrv exited with status $rc before reporting boot success"
+  say "$(grep "boot success" "$WORK/logs/$name.out")"
+}
+
+start_namesrv namesrv "$NS_PORT"
+NS_PID=$STARTED_PID
+
+# Name servers with authentication, for the rocketmq-rust ACL-hook checks. Account keys and
+# secrets are made up for this run.
+AUTH_ADMIN="compat-admin:admin-$RANDOM$RANDOM"
+AUTH_READER="compat-reader:reader-$RANDOM$RANDOM"
+NS_SIGNED="127.0.0.1:$NS_SIGNED_PORT"
+NS_ADDR="127.0.0.1:$NS_ADDR_PORT"
+BROKER_NAMESRVS="$NS"
+if wanted rust; then
+  accounts="accounts:
+  - {accessKey: ${AUTH_ADMIN%%:*}, secretKey: ${AUTH_ADMIN#*:}, admin: true}
+  - {accessKey: ${AUTH_READER%%:*}, secretKey: ${AUTH_READER#*:}}"
+  # read and admin signed; brokers register unsigned (setup (a) plus signed reads)
+  printf 'signatureRequired: [read, admin]\n%s\n' "$accounts" > "$WORK/acl-signed.yml"
+  # everything signed; brokers on 127.0.0.1 pass by address (setup (b) with 4.9.x-style brokers)
+  printf 'signatureRequired: [read, broker, admin]\nglobalWhiteRemoteAddresses: [127.0.0.1]\n%s\n' \
+    "$accounts" > "$WORK/acl-by-address.yml"
+  chmod 600 "$WORK"/acl-*.yml
+  start_namesrv namesrv-signed "$NS_SIGNED_PORT" "authMode=enforce
+authConfigPath=$WORK/acl-signed.yml
+"
+  NS_SIGNED_PID=$STARTED_PID
+  start_namesrv namesrv-by-address "$NS_ADDR_PORT" "authMode=enforce
+authConfigPath=$WORK/acl-by-address.yml
+"
+  NS_ADDR_PID=$STARTED_PID
+  BROKER_NAMESRVS="$NS;$NS_SIGNED;$NS_ADDR"
 fi
-say "$(grep "boot success" "$WORK/logs/namesrv.out")"
 
 # ---------------------------------------------------------------------------------------------
 # Checks
@@ -271,7 +316,7 @@ if wanted rust; then
   # rocketmq-rust broker configuration (TOML): one master on loopback, small store files.
   cat > "$BROKER_DIR/broker.toml" <<EOF
 [broker]
-namesrvAddr = "$NS"
+namesrvAddr = "$BROKER_NAMESRVS"
 brokerIp1 = "127.0.0.1"
 listenPort = $BROKER_PORT
 storePathRootDir = "$BROKER_DIR/store"
@@ -300,7 +345,7 @@ EOF
   say "starting rocketmq-broker-rust $BROKER_CRATE_VERSION on 127.0.0.1:$BROKER_PORT (also $((BROKER_PORT - 2)), $((BROKER_PORT + 1)))"
   (cd "$BROKER_DIR" && exec env HOME="$BROKER_DIR/home" ROCKETMQ_HOME="$BROKER_DIR/home" \
       ROCKETMQ_SECURITY_PROFILE=development-insecure-loopback \
-      "$BROKER_BIN" -c "$BROKER_DIR/broker.toml" -n "$NS") >"$WORK/logs/rust-broker.log" 2>&1 &
+      "$BROKER_BIN" -c "$BROKER_DIR/broker.toml" -n "$BROKER_NAMESRVS") >"$WORK/logs/rust-broker.log" 2>&1 &
   BROKER_PID=$!
 
   check "rocketmq-broker-rust $BROKER_CRATE_VERSION registers" 90 \
@@ -314,6 +359,10 @@ EOF
       --expect-config "kvConfigPath=$WORK/namesrv/kvConfig.json" \
       --expect-config "configStorePath=$WORK/namesrv.properties.in" # Java: -c FILE replaces it
 
+  check "rocketmq-client-rust 1.0.0 ACL hook vs enforce" 300 \
+    "$CLIENT_BIN" auth --signed "$NS_SIGNED" --by-address "$NS_ADDR" \
+      --admin "$AUTH_ADMIN" --reader "$AUTH_READER" --broker-name broker-a --cluster "$CLUSTER" --wait-secs 60
+
   say "stopping the broker (pid $BROKER_PID)"
   stop_pid "$BROKER_PID" broker 30
   BROKER_PID=""
@@ -322,10 +371,13 @@ EOF
       --label "rocketmq-broker-rust $BROKER_CRATE_VERSION"
 fi
 
-if ! kill -0 "$NS_PID" 2>/dev/null; then
-  FAILED=$((FAILED + 1))
-  RESULTS+=("FAIL  namesrv exited during the suite (see $WORK/logs/namesrv.err)")
-fi
+for pair in "namesrv:$NS_PID" "namesrv-signed:$NS_SIGNED_PID" "namesrv-by-address:$NS_ADDR_PID"; do
+  name=${pair%%:*} pid=${pair#*:}
+  if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+    FAILED=$((FAILED + 1))
+    RESULTS+=("FAIL  $name exited during the suite (see $WORK/logs/$name.err)")
+  fi
+done
 
 echo
 echo "==== namesrv compatibility suite ($NS, $((SECONDS - START)) s) ===="

@@ -13,6 +13,11 @@
 //!
 //! Usage: `namesrv-compat-rust-client --namesrv HOST:PORT [--broker-name broker-a]
 //! [--cluster DefaultCluster] [--count 100] [--wait-secs 60] [--expect-config KEY=VALUE]...`
+//!
+//! `namesrv-compat-rust-client auth ...` runs the ACL-hook checks against name servers with
+//! authentication on instead (see `auth.rs`).
+
+mod auth;
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -106,7 +111,7 @@ fn parse_opts() -> Opts {
         count: 100,
         wait: Duration::from_secs(60),
         expect: Vec::new(),
-        run_id: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0),
+        run_id: run_id(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -129,6 +134,16 @@ fn parse_opts() -> Opts {
         usage()
     }
     o
+}
+
+fn run_id() -> u128 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0)
+}
+
+/// What this run checks.
+enum Mode {
+    Checks(Opts),
+    Auth(auth::AuthOpts),
 }
 
 fn cs(s: impl Into<String>) -> CheetahString {
@@ -767,7 +782,10 @@ async fn checks(admin: &DefaultMQAdminExt, rt: &Arc<ClientRuntime>, o: &Opts, st
 // ---------------------------------------------------------------------------------------------
 
 fn main() {
-    let o = parse_opts();
+    let mode = match std::env::args().nth(1).as_deref() {
+        Some("auth") => Mode::Auth(auth::parse_opts(std::env::args().skip(2), run_id())),
+        _ => Mode::Checks(parse_opts()),
+    };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off")),
@@ -778,14 +796,14 @@ fn main() {
     let code = std::thread::Builder::new()
         .name("compat-main".into())
         .stack_size(STACK_SIZE)
-        .spawn(move || run(o))
+        .spawn(move || run(mode))
         .expect("spawn main thread")
         .join()
         .unwrap_or(1);
     std::process::exit(code);
 }
 
-fn run(o: Opts) -> i32 {
+fn run(mode: Mode) -> i32 {
     // Listener callbacks run on the runtime's bounded blocking lane, sized from the parallelism;
     // sized from 2 cores, a burst of 100 messages overflows it and is redelivered ~10 s later.
     let mut cfg = RuntimeConfig::for_parallelism("compat-client", PARALLELISM);
@@ -811,18 +829,23 @@ fn run(o: Opts) -> i32 {
     let client_rt = rt.clone();
     let code = owner.block_on(async move {
         let mut steps = Steps::default();
-        let mut admin = DefaultMQAdminExt::with_timeout(client_rt.clone(), Duration::from_secs(5));
-        admin.set_namesrv_addr(o.namesrv.as_str());
-        admin.client_config_mut().set_instance_name(cs(format!("compat-admin-{}", o.run_id)));
-        let started = Instant::now();
-        let ok = match admin.start().await {
-            Ok(()) => steps.record("admin_start", "none", started, Ok("admin client started".into())),
-            Err(e) => steps.record("admin_start", "none", started, Err(show(e))),
-        };
-        if ok {
-            checks(&admin, &client_rt, &o, &mut steps).await;
+        match &mode {
+            Mode::Checks(o) => {
+                let mut admin = DefaultMQAdminExt::with_timeout(client_rt.clone(), Duration::from_secs(5));
+                admin.set_namesrv_addr(o.namesrv.as_str());
+                admin.client_config_mut().set_instance_name(cs(format!("compat-admin-{}", o.run_id)));
+                let started = Instant::now();
+                let ok = match admin.start().await {
+                    Ok(()) => steps.record("admin_start", "none", started, Ok("admin client started".into())),
+                    Err(e) => steps.record("admin_start", "none", started, Err(show(e))),
+                };
+                if ok {
+                    checks(&admin, &client_rt, o, &mut steps).await;
+                }
+                admin.shutdown().await;
+            }
+            Mode::Auth(o) => auth::checks(&client_rt, o, &mut steps).await,
         }
-        admin.shutdown().await;
         let report = client_rt.shutdown().await;
         if !report.is_healthy() {
             eprintln!("note: client runtime shutdown report: {}", report.to_json());
