@@ -5,9 +5,13 @@
 #
 #   benches/nsbench.sh [workload ...]
 #   # default: route route-rocketmq hot-route mixed route-reregister register heartbeat hold hold-1m
+#   # also: route-light, route-signed (authMode=enforce with every class signed; nsbench signs
+#   #       every request with --access-key/--secret-key, and nslimit gets the same signed load)
 #
 # Environment: NSBENCH_SRC (default ../shared/tools/nsbench), NSBENCH_TARGET (~/.cache/nsbench),
 # RMQ_RUST_BIN (~/.cache/rmq-rust/bin/rocketmq-namesrv-rust; skipped when absent),
+# NAMESRV_REF_BIN (another namesrv build, e.g. of main, run as "ref" with the plain config of
+# "ours": what a change costs, in the same sitting; skipped when unset),
 # DURATION (seconds per run, default 10).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -41,14 +45,24 @@ wait_port() {
 
 port_in_use() { (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; }
 
+# Credentials of the signed workloads: an account that may read and register brokers.
+SIGN_AK=nsbench-client
+SIGN_SK=nsbench-secret
+printf 'signatureRequired: [read, broker, admin]\naccounts:\n  - {accessKey: %s, secretKey: %s, broker: true}\n' \
+  "$SIGN_AK" "$SIGN_SK" > "$WORK/acl.yml"
+chmod 600 "$WORK/acl.yml"
+
 start_server() { # kind port
-  local kind=$1 port=$2
+  local kind=$1 port=$2 auth=""
   if port_in_use "$port"; then echo "port $port is already in use" >&2; return 1; fi
   case $kind in
-    ours)
-      printf 'listenPort=%s\nbindAddress=127.0.0.1\nkvConfigPath=%s/kv.json\nconfigStorePath=%s/ns.properties\nframeMaxLength=67108864\n' \
+    ours|ours-auth|ref)
+      [ "$kind" = ours-auth ] && auth="authMode=enforce\nauthConfigPath=$WORK/acl.yml\n"
+      printf "listenPort=%s\nbindAddress=127.0.0.1\nkvConfigPath=%s/kv.json\nconfigStorePath=%s/ns.properties\nframeMaxLength=67108864\n$auth" \
         "$port" "$WORK" "$WORK" > "$WORK/ours.conf"
-      pin 0 "$ROOT/target/release/namesrv" -c "$WORK/ours.conf" >"$WORK/ours.log" 2>&1 &
+      local bin="$ROOT/target/release/namesrv"
+      [ "$kind" = ref ] && bin="$NAMESRV_REF_BIN"
+      pin 0 "$bin" -c "$WORK/ours.conf" >"$WORK/$kind.log" 2>&1 &
       ;;
     nslimit) pin 0 "$B/nslimit" "127.0.0.1:$port" "$BROKERS" >"$WORK/nslimit.log" 2>&1 & ;;
     rmq-rust)
@@ -84,12 +98,16 @@ WORKLOADS=("$@")
 for w in "${WORKLOADS[@]}"; do
   BROKERS=4
   RUN_DURATION=$DURATION
+  OURS=ours
   case $w in
     route) args=(--workload route) ;;
     route-rocketmq) args=(--workload route --ser rocketmq) ;;
     # The same lookups at a quarter of the concurrency (32 in flight): latency below saturation.
     route-light) args=(--workload route --pipeline 1) ;;
     hot-route) args=(--workload hot-route) ;;
+    # Signed route lookups against authMode=enforce with every class signed (each lookup's
+    # signature is verified); nslimit parses the same signed frames.
+    route-signed) args=(--workload route --access-key "$SIGN_AK" --secret-key "$SIGN_SK"); OURS=ours-auth ;;
     # Routes while 4 brokers of 10 k topics each re-register (nsbench re-registers its brokers
     # every 30 s, so the run must outlast that).
     route-reregister) args=(--workload route --topics 10000); RUN_DURATION=$(( DURATION > 40 ? DURATION : 40 )) ;;
@@ -100,8 +118,9 @@ for w in "${WORKLOADS[@]}"; do
     hold-1m) args=(--workload hold --brokers 50 --topics 20000); BROKERS=50 ;;
     *) echo "unknown workload $w" >&2; exit 2 ;;
   esac
-  run "ours:$w" ours "${args[@]}"
+  run "ours:$w" "$OURS" "${args[@]}"
   case $w in register|heartbeat|hold|hold-1m) ;; *) run "nslimit:$w" nslimit "${args[@]}" ;; esac
+  if [ -n "${NAMESRV_REF_BIN:-}" ]; then run "ref:$w" ref "${args[@]}"; fi
   if [ -x "$RMQ_RUST_BIN" ]; then run "rmq-rust:$w" rmq-rust "${args[@]}" || echo "rocketmq-rust failed on $w" >&2; fi
 done
 
