@@ -3,7 +3,9 @@
 //! becomes `NO_PERMISSION` here; handlers never see credentials.
 
 use crate::auth::Gate;
+use crate::error::HandlerError;
 use crate::handlers::{self, Context};
+use crate::metrics::{Registration, Write};
 use crate::protocol::RemotingCommand;
 use crate::protocol::code::{request as rc, response};
 use crate::state::route_table::query::UnitFilter;
@@ -66,6 +68,7 @@ pub fn dispatch(
             format!(" request type {code} not supported"),
         )),
     };
+    let storage_failed = matches!(&result, Err(HandlerError::Storage { .. }));
     let mut resp = match result {
         Ok(resp) => resp,
         Err(e) if e.is_internal() => {
@@ -77,6 +80,7 @@ pub fn dispatch(
             e.to_response()
         }
     };
+    record(ctx, req.code, resp.code, storage_failed);
     if req.is_oneway() {
         ticket.record(req, ctx.peer, None);
         return None;
@@ -84,4 +88,32 @@ pub fn dispatch(
     ticket.record(req, ctx.peer, Some(resp.code));
     resp.opaque = req.opaque;
     Some(resp)
+}
+
+/// Metrics: counts and times every request, and notes how registrations and durable writes
+/// ended. The one place requests are recorded.
+fn record(ctx: &Context<'_>, request_code: i32, response_code: i32, storage_failed: bool) {
+    let metrics = ctx.state.metrics();
+    let elapsed = ctx.now.elapsed();
+    metrics.request(request_code, response_code, elapsed);
+    let success = response_code == response::SUCCESS;
+    let write = match request_code {
+        rc::REGISTER_BROKER => {
+            metrics.registration(match ctx.registration {
+                Some(applied) if success => applied,
+                _ => Registration::Refused,
+            });
+            None
+        }
+        rc::PUT_KV_CONFIG | rc::DELETE_KV_CONFIG => Some(Write::Kv),
+        rc::UPDATE_NAMESRV_CONFIG => Some(Write::Config),
+        _ => None,
+    };
+    // Writes that reached the disk: refused requests (a missing field, a black-listed key)
+    // never got that far.
+    if let Some(kind) = write
+        && (success || storage_failed)
+    {
+        metrics.write(kind, elapsed, success);
+    }
 }

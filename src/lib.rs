@@ -23,6 +23,9 @@
 //!   [`reload`] carries reload requests (SIGHUP) to the tasks that re-read files.
 //! - [`admin`] is the `nsadmin` tool: mqadmin's name-server commands over a small client built
 //!   on [`protocol`]; it never touches [`state`].
+//! - [`metrics`] holds the counters `server`, `dispatch` and `state` record, and renders them
+//!   for Prometheus; [`http`] is the HTTP side door (metrics, health, status page, JSON API,
+//!   address server), which only reads the state.
 
 #![deny(
     missing_docs,
@@ -40,8 +43,10 @@ pub mod dispatch;
 pub mod durable;
 pub mod error;
 pub mod handlers;
+pub mod http;
 pub mod java_str;
 pub mod kv;
+pub mod metrics;
 pub mod protocol;
 pub mod reload;
 pub mod server;

@@ -9,7 +9,7 @@ use namesrv::cli::Args;
 use namesrv::config::{Config, Env};
 use namesrv::kv::KvStore;
 use namesrv::protocol::SerializeType;
-use namesrv::server::{self, ServerConfig};
+use namesrv::server::{self, Listeners, ServerConfig};
 use namesrv::state::Namesrv;
 
 fn main() -> ExitCode {
@@ -72,13 +72,29 @@ fn run(args: Args) -> anyhow::Result<()> {
         let addr = listener.local_addr()?;
         let mut server_config = ServerConfig::from_settings(s, serialize_type);
         server_config.auth = Gate::load(s)?;
+        let http = namesrv::http::bind(s).await.with_context(|| {
+            format!(
+                "cannot listen for HTTP on {}:{}",
+                s.http_bind_address, s.http_listen_port
+            )
+        })?;
         tracing::info!(config = ?config.all_properties(), "effective configuration");
         println!(
             "The Name Server boot success. serializeType={}, address {addr}",
             serialize_type.name()
         );
+        if let Some(http) = &http {
+            println!(
+                "Status page, metrics and address server at http://{}/",
+                http.local_addr()?
+            );
+        }
         let state = Namesrv::new(config, kv);
-        server::run(listener, state, server_config, namesrv::shutdown::signal()).await?;
+        let listeners = Listeners {
+            remoting: listener,
+            http,
+        };
+        server::run(listeners, state, server_config, namesrv::shutdown::signal()).await?;
         tracing::info!("name server stopped");
         Ok(())
     })

@@ -56,6 +56,7 @@ pub fn registration(name: &str, addr: &str) -> Registration<'static> {
         heartbeat_timeout_millis: Some(120_000),
         enable_acting_master: Some(false),
         conn: ConnId(1),
+        version: 479,
     }
 }
 

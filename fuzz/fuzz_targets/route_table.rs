@@ -318,6 +318,7 @@ fuzz_target!(|input: (bool, Vec<Op>)| {
                     heartbeat_timeout_millis: timeout_secs.map(|s| s as i64 * 1000),
                     enable_acting_master: *acting_master,
                     conn: ConnId((*conn % 4) as u64),
+                    version: 479,
                 };
                 let settings = RegisterSettings {
                     delete_topic_with_broker_registration: *delete_with_registration,

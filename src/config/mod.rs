@@ -203,12 +203,18 @@ impl Config {
 
     /// Every effective key and value, this server's own keys included (for `-p`).
     pub fn render_effective(&self) -> String {
+        let all = self.effective_properties();
+        properties::render_raw(all.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    }
+
+    /// Every effective key and value, this server's own keys included, sorted by key.
+    pub fn effective_properties(&self) -> BTreeMap<String, String> {
         let mut all = self.all_properties();
         for info in Settings::KEYS {
             all.entry(info.name.to_owned())
                 .or_insert_with(|| self.settings.get(info.name).unwrap_or_default());
         }
-        properties::render_raw(all.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        all
     }
 
     /// Applies UPDATE_NAMESRV_CONFIG properties. All-or-nothing: a black-listed key or a bad

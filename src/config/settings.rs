@@ -304,6 +304,17 @@ settings! {
     "authConfigPath" => auth_config_path: String = |_: &Env| String::new(), Extension, Restart;
     /// File the audit log of admin requests is appended to; empty: the main log.
     "authAuditLog" => auth_audit_log: String = |_: &Env| String::new(), Extension, Restart;
+
+    // --- The HTTP side door (metrics, health, status page, API, address server) ---
+    /// Port of the HTTP listener; 0 (the default) turns it off.
+    "httpListenPort" => http_listen_port: i32 = |_: &Env| 0, Extension, Restart;
+    /// Address the HTTP listener binds.
+    "httpBindAddress" => http_bind_address: String = |_: &Env| "127.0.0.1".to_owned(), Extension, Restart;
+    /// What the address server (`GET /rocketmq/nsaddr`) answers: this cluster's name servers
+    /// as `host:port;host:port`. Empty: this server's own address.
+    "httpNsaddrList" => http_nsaddr_list: String = |_: &Env| String::new(), Extension, Live;
+    /// `/readyz` fails while fewer brokers than this are live (0 = no minimum).
+    "httpReadyMinLiveBrokers" => http_ready_min_live_brokers: i32 = |_: &Env| 0, Extension, Live;
 }
 
 /// What the name server does with request signatures (`authMode`).
@@ -339,6 +350,26 @@ impl SettingValue for AuthMode {
     fn render_setting(&self) -> Option<String> {
         Some(self.name().to_owned())
     }
+}
+
+/// Reads a `host:port;host:port` list (as `httpNsaddrList` holds it): blanks around entries
+/// and empty entries are ignored; every other entry must be a host and a port.
+pub fn parse_addr_list(text: &str) -> Result<Vec<&str>, String> {
+    let mut addrs = Vec::new();
+    for entry in text.split(';').map(str::trim).filter(|e| !e.is_empty()) {
+        let valid = entry.rsplit_once(':').is_some_and(|(host, port)| {
+            !host.is_empty()
+                && !host.contains(char::is_whitespace)
+                && port.parse::<u16>().is_ok_and(|p| p > 0)
+        });
+        if !valid {
+            return Err(format!(
+                "expected host:port entries separated by ';', found {entry:?}"
+            ));
+        }
+        addrs.push(entry);
+    }
+    Ok(addrs)
 }
 
 impl Settings {
@@ -410,6 +441,25 @@ impl Settings {
             self.auth_config_path.clone(),
             "authMode audit or enforce needs the accounts file",
         )?;
+        check(
+            (0..=65535).contains(&self.http_listen_port),
+            "httpListenPort",
+            self.http_listen_port.to_string(),
+            "expected 0 (off) or a port between 1 and 65535",
+        )?;
+        check(
+            self.http_ready_min_live_brokers >= 0,
+            "httpReadyMinLiveBrokers",
+            self.http_ready_min_live_brokers.to_string(),
+            "expected 0 (no minimum) or a positive number of brokers",
+        )?;
+        if let Err(reason) = parse_addr_list(&self.http_nsaddr_list) {
+            return Err((
+                "httpNsaddrList",
+                self.http_nsaddr_list.clone(),
+                ValueError(reason),
+            ));
+        }
         check(
             self.server_socket_backlog > 0,
             "serverSocketBacklog",
@@ -493,5 +543,31 @@ mod tests {
         assert_eq!(s.product_env_name, "x\u{a0}");
         s.listen_port = 70000;
         assert_eq!(s.validate().unwrap_err().0, "listenPort");
+    }
+
+    #[test]
+    fn http_keys_are_off_by_default_and_validated() {
+        let mut s = Settings::defaults(&env());
+        assert_eq!(s.http_listen_port, 0);
+        assert_eq!(s.http_bind_address, "127.0.0.1");
+        assert_eq!(
+            s.set("httpNsaddrList", "10.0.0.1:9876; ns2:9876;"),
+            Ok(true)
+        );
+        s.validate().unwrap();
+        assert_eq!(
+            parse_addr_list(&s.http_nsaddr_list).unwrap(),
+            ["10.0.0.1:9876", "ns2:9876"]
+        );
+        for bad in ["ns1", "ns1:0", ":9876", "ns1:port", "a b:1"] {
+            s.http_nsaddr_list = bad.into();
+            assert_eq!(s.validate().unwrap_err().0, "httpNsaddrList", "{bad}");
+        }
+        s.http_nsaddr_list.clear();
+        s.http_listen_port = 65536;
+        assert_eq!(s.validate().unwrap_err().0, "httpListenPort");
+        s.http_listen_port = 8080;
+        s.http_ready_min_live_brokers = -1;
+        assert_eq!(s.validate().unwrap_err().0, "httpReadyMinLiveBrokers");
     }
 }

@@ -6,6 +6,7 @@ use bytes::Bytes;
 use super::{Context, Fields, HandlerResult};
 use crate::error::HandlerError;
 use crate::kv::ORDER_TOPIC_CONFIG;
+use crate::metrics::Registration as Applied;
 use crate::protocol::body::lists::broker_member_group;
 use crate::protocol::body::{DataVersion, DecodeOptions, RegisterBody, lenient};
 use crate::protocol::code::{response, version};
@@ -79,6 +80,7 @@ pub fn register(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
         heartbeat_timeout_millis,
         enable_acting_master,
         conn: ctx.conn,
+        version: req.version,
     };
     let (settings, return_order_conf, max_frame) = {
         let config = ctx.state.config();
@@ -96,9 +98,11 @@ pub fn register(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
         .state
         .routes_mut()
         .register(&registration, unchanged, &settings, ctx.now);
+    let mut applied = Applied::Unchanged;
     let outcome = match first {
         Ok(outcome) => outcome,
         Err(RegisterError::NeedsBody) => {
+            applied = Applied::Full;
             let body = if raw.is_empty() {
                 RegisterBody::empty(req.version)
             } else {
@@ -139,6 +143,7 @@ pub fn register(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
         }
     }
     ctx.registered_broker = true;
+    ctx.registration = Some(applied);
     let mut resp = RemotingCommand::success().with_ext_fields(fields);
     if return_order_conf && let Some(table) = ctx.state.kv().list(ORDER_TOPIC_CONFIG) {
         resp = resp.with_body(table);
@@ -155,7 +160,7 @@ pub fn unregister(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult
         cluster: f.required("clusterName")?.to_owned(),
         broker_id: f.required_i64("brokerId")?,
     };
-    ctx.state.routes_mut().unregister(&[request]);
+    ctx.state.unregister(&[request]);
     Ok(RemotingCommand::success())
 }
 

@@ -12,6 +12,7 @@ use std::net::SocketAddr;
 use tokio::time::Instant;
 
 use crate::error::HandlerError;
+use crate::metrics::Registration;
 use crate::protocol::RemotingCommand;
 use crate::state::{ConnId, Namesrv};
 
@@ -28,6 +29,23 @@ pub struct Context<'a> {
     /// Set when the request registered a broker on this connection, so that closing the
     /// connection unregisters it.
     pub registered_broker: bool,
+    /// Set by a successful REGISTER_BROKER: whether the body was applied or recognised as
+    /// unchanged (for the metrics the dispatcher records).
+    pub registration: Option<Registration>,
+}
+
+impl<'a> Context<'a> {
+    /// The context of a request arriving on `conn` from `peer` at `now`.
+    pub fn new(state: &'a Namesrv, conn: ConnId, peer: SocketAddr, now: Instant) -> Context<'a> {
+        Context {
+            state,
+            conn,
+            peer,
+            now,
+            registered_broker: false,
+            registration: None,
+        }
+    }
 }
 
 /// The result of a handler.

@@ -2,12 +2,16 @@
 
 use std::time::Duration;
 
+use bytes::Bytes;
+
 use super::{Context, Fields, HandlerResult};
+use crate::config::Settings;
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::protocol::RemotingCommand;
 use crate::protocol::body::lists::cluster_info;
 use crate::protocol::code::{response, version};
 use crate::protocol::json::JsonStyle;
+use crate::state::Namesrv;
 use crate::state::route_table::query::RouteQuery;
 
 const ZONE_MODE: &str = "__ZONE_MODE";
@@ -17,13 +21,13 @@ const ZONE_NAME: &str = "__ZONE_NAME";
 pub fn route(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let f = Fields(req);
     let topic = f.required("topic")?;
-    let (wait, order_enabled, support_acting_master) = {
+    let (wait, options) = {
         let config = ctx.state.config();
         let s = &config.settings;
         let wait = s
             .need_wait_for_service
             .then(|| Duration::from_secs(s.wait_seconds_for_service.max(0) as u64));
-        (wait, s.order_message_enable, s.support_acting_master)
+        (wait, RouteOptions::from_settings(s))
     };
     if let Some(wait) = wait
         && ctx.now.duration_since(ctx.state.started()) < wait
@@ -40,26 +44,12 @@ pub fn route(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
         .then(|| req.ext(ZONE_NAME))
         .flatten()
         .filter(|z| !crate::java_str::is_blank(z));
-    let kv = ctx.state.kv();
-    let order_conf = || {
-        order_enabled
-            .then(|| kv.get(ORDER_TOPIC_CONFIG, topic))
-            .flatten()
+    let style = if standard {
+        JsonStyle::Standard
+    } else {
+        JsonStyle::Legacy
     };
-    let query = RouteQuery {
-        topic,
-        style: if standard {
-            JsonStyle::Standard
-        } else {
-            JsonStyle::Legacy
-        },
-        support_acting_master,
-        zone,
-        external_epoch: ctx.state.external_epoch(),
-        order_topic_conf: &order_conf,
-    };
-    let body = ctx.state.routes().route(&query);
-    Ok(match body {
+    Ok(match lookup(ctx.state, topic, style, zone, options) {
         Some(body) => RemotingCommand::success().with_body(body),
         None => RemotingCommand::error(
             response::TOPIC_NOT_EXIST,
@@ -68,6 +58,53 @@ pub fn route(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
             ),
         ),
     })
+}
+
+/// The live settings a route depends on.
+#[derive(Debug, Clone, Copy)]
+pub struct RouteOptions {
+    /// `orderMessageEnable`.
+    pub order_message_enable: bool,
+    /// `supportActingMaster`.
+    pub support_acting_master: bool,
+}
+
+impl RouteOptions {
+    /// The options `settings` give.
+    pub fn from_settings(settings: &Settings) -> RouteOptions {
+        RouteOptions {
+            order_message_enable: settings.order_message_enable,
+            support_acting_master: settings.support_acting_master,
+        }
+    }
+}
+
+/// The route body a client asking for `topic` gets in `style` (filtered to `zone` when
+/// given), or `None` when the topic has no route. Also used by the HTTP status page, so that
+/// it shows routes exactly as clients see them.
+pub fn lookup(
+    state: &Namesrv,
+    topic: &str,
+    style: JsonStyle,
+    zone: Option<&str>,
+    options: RouteOptions,
+) -> Option<Bytes> {
+    let kv = state.kv();
+    let order_conf = || {
+        options
+            .order_message_enable
+            .then(|| kv.get(ORDER_TOPIC_CONFIG, topic))
+            .flatten()
+    };
+    let query = RouteQuery {
+        topic,
+        style,
+        support_acting_master: options.support_acting_master,
+        zone,
+        external_epoch: state.external_epoch(),
+        order_topic_conf: &order_conf,
+    };
+    state.routes().route(&query)
 }
 
 /// GET_BROKER_CLUSTER_INFO: always the legacy writer, as Java.

@@ -252,6 +252,13 @@ impl KvStore {
         Some(kv_table(entries.iter().map(|(k, v)| (k, v.as_str()))))
     }
 
+    /// The number of namespaces and of keys over all of them.
+    pub fn counts(&self) -> (usize, usize) {
+        let table = self.table.read();
+        let keys = table.iter().map(|(_, entries)| entries.len()).sum();
+        (table.len(), keys)
+    }
+
     /// A copy of the whole table, for tests and diagnostics.
     pub fn snapshot(
         &self,

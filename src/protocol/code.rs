@@ -61,6 +61,68 @@ pub mod version {
     pub const V5_0_0: i32 = 413;
     /// `V5_3_3`: the version this server stamps on its responses, as Java 5.3.3 does.
     pub const CURRENT: i32 = 479;
+
+    /// Releases after `V3_0_0_FINAL` (ordinal 15), in enum order: each patch `x.y.z` of a
+    /// run `(x, y, first z, last z)` has a `_SNAPSHOT` ordinal followed by its own.
+    const RUNS: [(i32, i32, i32, i32); 12] = [
+        (3, 0, 1, 15),
+        (3, 1, 0, 9),
+        (3, 2, 0, 9),
+        (3, 3, 1, 9),
+        (3, 4, 1, 9),
+        (3, 5, 1, 9),
+        (3, 6, 1, 9),
+        (3, 7, 1, 9),
+        (3, 8, 1, 9),
+        (3, 9, 1, 9),
+        (4, 0, 0, 99),
+        (5, 0, 0, 99),
+    ];
+
+    /// The `MQVersion.Version` constant name of an ordinal (`V5_3_3` for 479), as Java's
+    /// `MQVersion.getVersionDesc` gives it; ordinals past the table are `HIGHER_VERSION`.
+    pub fn name(ordinal: i32) -> String {
+        const EARLY: [&str; 16] = [
+            "V3_0_0_SNAPSHOT",
+            "V3_0_0_ALPHA1",
+            "V3_0_0_BETA1",
+            "V3_0_0_BETA2",
+            "V3_0_0_BETA3",
+            "V3_0_0_BETA4",
+            "V3_0_0_BETA5",
+            "V3_0_0_BETA6_SNAPSHOT",
+            "V3_0_0_BETA6",
+            "V3_0_0_BETA7_SNAPSHOT",
+            "V3_0_0_BETA7",
+            "V3_0_0_BETA8_SNAPSHOT",
+            "V3_0_0_BETA8",
+            "V3_0_0_BETA9_SNAPSHOT",
+            "V3_0_0_BETA9",
+            "V3_0_0_FINAL",
+        ];
+        if ordinal < 0 {
+            return format!("unknown ({ordinal})");
+        }
+        if let Some(name) = EARLY.get(ordinal as usize) {
+            return (*name).to_owned();
+        }
+        let mut rest = ordinal - EARLY.len() as i32;
+        for (major, minor, first, last) in RUNS {
+            // Versions 4.x and 5.x number their patches 0..=99 as minor * 10 + patch.
+            let span = (last - first + 1) * 2;
+            if rest < span {
+                let patch = first + rest / 2;
+                let (minor, patch) = match major {
+                    3 => (minor, patch),
+                    _ => (patch / 10, patch % 10),
+                };
+                let snapshot = if rest % 2 == 0 { "_SNAPSHOT" } else { "" };
+                return format!("V{major}_{minor}_{patch}{snapshot}");
+            }
+            rest -= span;
+        }
+        "HIGHER_VERSION".to_owned()
+    }
 }
 
 /// Bit 0 of `flag`: the command is a response.
@@ -223,6 +285,31 @@ mod tests {
         assert_eq!(LanguageCode::from_code(14), None);
         assert_eq!(LanguageCode::from_name("COBOL"), None);
         assert_eq!(LanguageCode::NodeJs.name(), "NODE_JS");
+    }
+
+    #[test]
+    fn version_names_follow_javas_enum_order() {
+        for (ordinal, name) in [
+            (0, "V3_0_0_SNAPSHOT"),
+            (15, "V3_0_0_FINAL"),
+            (16, "V3_0_1_SNAPSHOT"),
+            (version::V3_0_11, "V3_0_11"),
+            (46, "V3_1_0_SNAPSHOT"),
+            (47, "V3_1_0"),
+            (317, "V4_5_2"),
+            (version::V4_9_4, "V4_9_4"),
+            (409, "V4_9_8"),
+            (412, "V5_0_0_SNAPSHOT"),
+            (version::V5_0_0, "V5_0_0"),
+            (475, "V5_3_1"),
+            (version::CURRENT, "V5_3_3"),
+            (611, "V5_9_9"),
+            (612, "HIGHER_VERSION"),
+            (30_000, "HIGHER_VERSION"),
+            (-1, "unknown (-1)"),
+        ] {
+            assert_eq!(version::name(ordinal), name, "{ordinal}");
+        }
     }
 
     #[test]

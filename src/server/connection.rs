@@ -110,7 +110,9 @@ impl Conn<'_> {
                 .await;
             let written = match output.is_empty() {
                 true => Ok(()),
-                false => write_or_idle(writer, &mut output, sleep.as_mut(), idle).await,
+                false => {
+                    write_or_idle(writer, &mut output, sleep.as_mut(), idle, &self.state).await
+                }
             };
             if let Err(e) = handled.and(written) {
                 return e;
@@ -143,7 +145,8 @@ impl Conn<'_> {
                     }
                     match reader.try_read_buf(&mut input) {
                         Ok(0) => return End::Eof,
-                        Ok(_) => {
+                        Ok(n) => {
+                            self.state.metrics().received(n);
                             if let Some(d) = idle {
                                 sleep.as_mut().reset(Instant::now() + d);
                             }
@@ -169,13 +172,7 @@ impl Conn<'_> {
             split_frame(input, self.config.frame_limits).map_err(End::Malformed)?
         {
             let (request, _) = decode_frame(frame).map_err(End::Malformed)?;
-            let mut ctx = Context {
-                state: &self.state,
-                conn: self.conn,
-                peer: self.peer,
-                now: Instant::now(),
-                registered_broker: false,
-            };
+            let mut ctx = Context::new(&self.state, self.conn, self.peer, Instant::now());
             let response = dispatch(&mut ctx, &request, &self.config.auth);
             if ctx.registered_broker && !self.registered_broker {
                 tracing::debug!(peer = %self.peer, conn = ?self.conn, "connection now carries a broker");
@@ -184,7 +181,7 @@ impl Conn<'_> {
             if let Some(response) = response {
                 encode_frame(&response, self.config.serialize_type, output);
                 if output.len() >= self.config.max_queued_response_bytes {
-                    write_or_idle(writer, output, sleep.as_mut(), self.idle).await?;
+                    write_or_idle(writer, output, sleep.as_mut(), self.idle, &self.state).await?;
                 }
             }
         }
@@ -211,12 +208,14 @@ async fn write_or_idle(
     output: &mut BytesMut,
     mut sleep: std::pin::Pin<&mut Sleep>,
     idle: Option<std::time::Duration>,
+    state: &Namesrv,
 ) -> Result<(), End> {
     while !output.is_empty() {
         tokio::select! {
             written = writer.write_buf(output) => match written {
                 Ok(0) => return Err(End::Eof),
-                Ok(_) => {
+                Ok(n) => {
+                    state.metrics().sent(n);
                     if let Some(d) = idle {
                         sleep.as_mut().reset(Instant::now() + d);
                     }

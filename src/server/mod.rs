@@ -21,6 +21,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::auth::{self, Gate};
 use crate::config::Settings;
+use crate::metrics::Refusal;
 use crate::protocol::{FrameLimits, SerializeType};
 use crate::reload::Reload;
 use crate::state::{ConnId, Namesrv, housekeeping};
@@ -66,6 +67,24 @@ impl ServerConfig {
     }
 }
 
+/// The sockets [`run`] serves: the remoting port and, when configured, the HTTP side door.
+#[derive(Debug)]
+pub struct Listeners {
+    /// The RocketMQ remoting port.
+    pub remoting: TcpListener,
+    /// The HTTP listener (metrics, health, status page, address server), if on.
+    pub http: Option<TcpListener>,
+}
+
+impl From<TcpListener> for Listeners {
+    fn from(remoting: TcpListener) -> Listeners {
+        Listeners {
+            remoting,
+            http: None,
+        }
+    }
+}
+
 /// Open connections, so that the expiry scan can close a broker's connection.
 #[derive(Default)]
 struct Connections(Mutex<HashMap<ConnId, CancellationToken>>);
@@ -102,13 +121,18 @@ impl RefusalLog {
     }
 }
 
-/// Serves `listener` until `shutdown` completes, then drains within the grace period.
+/// Serves `listeners` until `shutdown` completes, then drains within the grace period. The
+/// HTTP side door keeps answering (not ready) until the remoting connections have drained.
 pub async fn run(
-    listener: TcpListener,
+    listeners: impl Into<Listeners>,
     state: Namesrv,
     config: ServerConfig,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    let Listeners {
+        remoting: listener,
+        http,
+    } = listeners.into();
     let cancel = CancellationToken::new();
     let tracker = TaskTracker::new();
     let connections = Arc::new(Connections::default());
@@ -137,6 +161,22 @@ pub async fn run(
         ));
     }
     let limit = Arc::new(Semaphore::new(config.max_connections));
+    // The HTTP side door stops once shutdown has begun and every connection has drained (all
+    // connection permits are back), or when the grace period is over.
+    let http_stop = CancellationToken::new();
+    if let Some(http) = http {
+        let (cancel, hard, limit) = (cancel.clone(), http_stop.clone(), limit.clone());
+        let permits = config.max_connections as u32;
+        let drained = async move {
+            cancel.cancelled().await;
+            tokio::select! {
+                _ = limit.acquire_many(permits) => {}
+                _ = hard.cancelled() => {}
+            }
+        };
+        let remoting = listener.local_addr()?;
+        tracker.spawn(crate::http::serve(http, state.clone(), remoting, drained));
+    }
     let mut refusals = RefusalLog {
         last: None,
         suppressed: 0,
@@ -157,9 +197,11 @@ pub async fn run(
                 };
                 let Ok(permit) = limit.clone().try_acquire_owned() else {
                     refusals.refused(config.max_connections, peer);
+                    state.metrics().refused(Refusal::MaxConnections);
                     drop(stream);
                     continue;
                 };
+                let open = state.connection_opened();
                 let conn = state.next_conn_id();
                 let token = cancel.child_token();
                 connections.0.lock().insert(conn, token.clone());
@@ -167,12 +209,13 @@ pub async fn run(
                 tracker.spawn(async move {
                     connection::serve(stream, peer, conn, state, &config, token).await;
                     connections.0.lock().remove(&conn);
-                    drop(permit);
+                    drop((permit, open));
                 });
             }
         }
     }
     drop(listener);
+    state.begin_shutdown();
     tracing::info!("shutting down: no new connections; finishing in-flight requests");
     cancel.cancel();
     tracker.close();
@@ -186,6 +229,7 @@ pub async fn run(
             "grace period over: closing the remaining connections"
         );
     }
+    http_stop.cancel();
     Ok(())
 }
 

@@ -8,6 +8,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 use super::{ConnId, Namesrv};
+use crate::metrics::Eviction;
 
 /// Runs the scan until `cancel` fires; `close` is asked to close each expired broker's
 /// connection, as Java closes its channel.
@@ -29,6 +30,7 @@ pub async fn run(
                 // the protection keys apply at the next scan.
                 let policy = state.protection_policy();
                 let expired = state.routes_mut().scan(Instant::now(), &policy);
+                state.metrics().evicted(Eviction::Scan, expired.len());
                 for (_, conn) in expired {
                     close(conn);
                 }

@@ -7,17 +7,20 @@
 
 pub mod housekeeping;
 pub mod protection;
+pub mod readiness;
 pub mod route_cache;
 pub mod route_table;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use tokio::time::Instant;
 
 use crate::config::Config;
 use crate::kv::KvStore;
+use crate::metrics::{Eviction, Metrics};
+use route_table::unregister::Unregistration;
 pub use route_table::{ConnId, RouteTable};
 
 /// The handle every handler and background task shares.
@@ -43,6 +46,10 @@ struct Shared {
     /// When the server started, for `needWaitForService`.
     started: Instant,
     next_conn: AtomicU64,
+    /// What the server has done so far (`/metrics`).
+    metrics: Metrics,
+    /// Set when shutdown begins: the server is draining and no longer ready.
+    shutting_down: AtomicBool,
 }
 
 impl Namesrv {
@@ -57,6 +64,8 @@ impl Namesrv {
                 config_epoch: AtomicU64::new(0),
                 started: Instant::now(),
                 next_conn: AtomicU64::new(1),
+                metrics: Metrics::default(),
+                shutting_down: AtomicBool::new(false),
             }),
         }
     }
@@ -115,15 +124,46 @@ impl Namesrv {
 
     /// A connection closed: unregister brokers it still owned.
     pub fn connection_closed(&self, conn: ConnId) {
-        self.routes_mut().connection_closed(conn);
+        let removed = self.routes_mut().connection_closed(conn);
+        self.metrics()
+            .evicted(Eviction::ConnectionClosed, removed.len());
+    }
+
+    /// UNREGISTER_BROKER.
+    pub fn unregister(&self, requests: &[Unregistration]) {
+        let removed = self.routes_mut().unregister(requests);
+        self.metrics().evicted(Eviction::Unregister, removed);
+    }
+
+    /// The server's counters.
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    /// Counts an accepted connection as open until the returned guard is dropped.
+    pub fn connection_opened(&self) -> OpenConnection {
+        self.metrics().accepted();
+        OpenConnection(self.clone())
+    }
+
+    /// Marks the server as shutting down (draining its connections).
+    pub fn begin_shutdown(&self) {
+        self.inner.shutting_down.store(true, Ordering::Release);
+    }
+
+    /// Whether shutdown has begun.
+    pub fn shutting_down(&self) -> bool {
+        self.inner.shutting_down.load(Ordering::Acquire)
     }
 
     /// A connection idled out: unregister brokers it still owned, unless eviction protection
     /// holds them.
     pub fn connection_idled_out(&self, conn: ConnId) {
         let policy = self.protection_policy();
-        self.routes_mut()
+        let removed = self
+            .routes_mut()
             .connection_idled_out(conn, Instant::now(), &policy);
+        self.metrics().evicted(Eviction::Idle, removed.len());
     }
 
     /// The eviction-protection settings in force now.
@@ -134,5 +174,40 @@ impl Namesrv {
     /// What eviction protection is doing (for GET_NAMESRV_CONFIG and metrics).
     pub fn eviction_protection(&self) -> protection::ProtectionStatus {
         self.routes().protection_status()
+    }
+}
+
+/// Keeps a connection counted in `namesrv_connections_open`; see
+/// [`Namesrv::connection_opened`].
+#[derive(Debug)]
+pub struct OpenConnection(Namesrv);
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.metrics().closed();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_open_connection_is_counted_until_its_guard_drops() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = crate::config::Env {
+            home: dir.path().display().to_string(),
+            rocketmq_home: None,
+        };
+        let kv = KvStore::open(dir.path().join("kv.json")).unwrap();
+        let state = Namesrv::new(Config::defaults(&env), kv);
+        let a = state.connection_opened();
+        let b = state.connection_opened();
+        assert_eq!(state.metrics().connections_open(), 2);
+        drop(a);
+        assert_eq!(state.metrics().connections_open(), 1);
+        drop(b);
+        let m = state.metrics();
+        assert_eq!((m.connections_open(), m.connections_accepted()), (0, 2));
     }
 }

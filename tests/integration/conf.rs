@@ -20,6 +20,10 @@ const COMMENTED: [&str; 6] = [
     "authAuditLog",
 ];
 
+/// Keys the shipped file deliberately sets to something other than the built-in default:
+/// the HTTP listener is off unless configured, and the shipped file turns it on.
+const SHIPPED_ON: [(&str, &str); 1] = [("httpListenPort", "9877")];
+
 fn env() -> Env {
     Env {
         home: "/home/rocketmq".into(),
@@ -58,14 +62,23 @@ fn active_values_are_the_built_in_defaults() {
             !COMMENTED.contains(&key.as_str()),
             "{key} must stay commented out"
         );
+        let expected = match SHIPPED_ON.iter().find(|(k, _)| k == key) {
+            Some((_, shipped)) => Some((*shipped).to_owned()),
+            None => defaults.get(key),
+        };
         assert_eq!(
             config.settings.get(key),
-            defaults.get(key),
+            expected,
             "{key} differs from its default"
         );
     }
     assert_eq!(config.settings.listen_port, 9876);
     assert_eq!(config.settings.bind_address, "0.0.0.0");
+    assert_eq!(
+        defaults.http_listen_port, 0,
+        "HTTP is off unless configured"
+    );
+    assert_eq!(config.settings.http_bind_address, "127.0.0.1");
 }
 
 #[test]

@@ -18,6 +18,7 @@ pub mod expiry;
 mod expiry_tests;
 #[cfg(test)]
 mod model_tests;
+pub mod overview;
 pub mod query;
 pub mod register;
 pub mod unregister;
@@ -146,6 +147,9 @@ pub struct BrokerLive {
     /// Its connection idled out since it was last heard from, and eviction protection kept
     /// it (see [`crate::state::protection`]): it is due for eviction like an expired broker.
     pub idled_out: bool,
+    /// The `version` of its last registration request: its RocketMQ release as an
+    /// `MQVersion` ordinal.
+    pub version: i32,
 }
 
 impl BrokerLive {
@@ -184,6 +188,9 @@ pub struct RouteTable {
     pub(crate) broker_epoch: u64,
     /// Brokers eviction protection keeps, and the record of its holds.
     pub(crate) holds: Holds,
+    /// Route lookups served from, and missing, the route cache (read by `/metrics`; atomics
+    /// because lookups hold only the read lock).
+    pub(crate) cache_counts: overview::CacheCounts,
 }
 
 impl RouteTable {
@@ -361,6 +368,7 @@ pub(crate) mod testing {
             heartbeat_timeout_millis: None,
             enable_acting_master: Some(false),
             conn: ConnId(conn),
+            version: 479,
         }
     }
 

@@ -141,6 +141,7 @@ fn apply(t: &mut RouteTable, m: &mut Model, op: &Op, start: Instant) {
                 heartbeat_timeout_millis: None,
                 enable_acting_master: Some(false),
                 conn: ConnId(*b as u64),
+                version: 479,
             };
             let body = body(*version, topics, t.table_hint("C", &addr));
             let digest = xxhash_rust::xxh3::xxh3_64(format!("{version}{topics:?}").as_bytes());

@@ -85,8 +85,10 @@ impl RouteTable {
         if q.zone.is_none()
             && let Some(body) = entry.cache.get(stamp, q.style)
         {
+            self.cache_counts.hit();
             return Some(body);
         }
+        self.cache_counts.miss();
         let body = self.encode_route(q, entry)?;
         if q.zone.is_none() {
             entry.cache.put(stamp, q.style, body.clone());
@@ -380,6 +382,8 @@ mod tests {
         let second = t.route(&query("TopicA")).unwrap();
         assert_eq!(first.as_ptr(), second.as_ptr(), "served from the cache");
         assert!(route(&t, &query("Nope")).is_none());
+        let counts = t.counts();
+        assert_eq!((counts.cache_hits, counts.cache_misses), (2, 1));
     }
 
     #[test]

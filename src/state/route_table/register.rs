@@ -42,6 +42,8 @@ pub struct Registration<'a> {
     pub enable_acting_master: Option<bool>,
     /// The connection the request arrived on.
     pub conn: ConnId,
+    /// The request's `version` (the broker's `MQVersion` ordinal).
+    pub version: i32,
 }
 
 /// Configuration that changes how registrations are applied.
@@ -442,6 +444,7 @@ impl RouteTable {
                     prunes: plan.prunes,
                 }),
                 idled_out: false,
+                version: reg.version,
             },
         );
         // (l) filter servers.

@@ -28,8 +28,10 @@ pub struct Unregistration {
 
 impl RouteTable {
     /// UNREGISTER_BROKER, and the common path of the other two: Java's
-    /// `unRegisterBroker(Set)`, applied to a batch.
-    pub fn unregister(&mut self, requests: &[Unregistration]) {
+    /// `unRegisterBroker(Set)`, applied to a batch. Returns how many brokers left the live
+    /// table.
+    pub fn unregister(&mut self, requests: &[Unregistration]) -> usize {
+        let mut left = 0;
         let mut removed: Vec<Name> = Vec::new();
         let mut reduced: Vec<Name> = Vec::new();
         for req in requests {
@@ -38,6 +40,7 @@ impl RouteTable {
                 addr: req.broker_addr.as_str().into(),
             };
             if self.live.remove(&key).is_some() {
+                left += 1;
                 tracing::info!(cluster = %req.cluster, addr = %req.broker_addr, "broker unregistered");
             }
             if self.filter_servers.remove(&key).is_some() {
@@ -71,6 +74,7 @@ impl RouteTable {
             }
         }
         self.clean_topics(&removed, &reduced);
+        left
     }
 
     /// Java's `cleanTopicByUnRegisterRequests`: drop removed groups from every topic, and

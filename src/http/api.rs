@@ -1,0 +1,198 @@
+//! The JSON API: the status page's data for scripts, under `/api/...`.
+//!
+//! Field names follow RocketMQ's JSON (camelCase); durations are milliseconds. A topic's
+//! route is the exact body a current client receives for GET_ROUTEINFO_BY_TOPIC.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use super::{App, visible_config};
+use crate::handlers::route::{RouteOptions, lookup};
+use crate::protocol::code::version;
+use crate::protocol::json::JsonStyle;
+use crate::state::route_table::overview::{BrokerView, ClusterView, GroupView};
+
+/// Topic searches list at most this many names unless `limit` says fewer.
+pub(super) const MAX_TOPICS_LISTED: usize = 1000;
+
+fn not_found(what: String) -> Response {
+    (StatusCode::NOT_FOUND, Json(json!({ "error": what }))).into_response()
+}
+
+fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A broker as JSON, with its group and cluster.
+fn broker_json(cluster: &str, group: &GroupView, b: &BrokerView) -> Value {
+    let mut v = json!({
+        "cluster": cluster,
+        "brokerName": &*group.name,
+        "brokerId": b.id,
+        "addr": &*b.addr,
+        "live": b.live.is_some(),
+    });
+    if let Some(live) = &b.live {
+        let extra = json!({
+            "version": live.version,
+            "versionName": version::name(live.version),
+            "dataVersion": {
+                "counter": live.data_version.counter,
+                "stateVersion": live.data_version.state_version,
+                "timestamp": live.data_version.timestamp,
+            },
+            "lastHeartbeatAgeMs": millis(live.last_heartbeat_age),
+            "expiresInMs": millis(live.expires_in),
+            "timeoutMs": millis(live.timeout),
+            "haServerAddr": live.ha_server_addr,
+        });
+        if let (Value::Object(v), Value::Object(extra)) = (&mut v, extra) {
+            v.extend(extra);
+        }
+    }
+    v
+}
+
+fn group_json(cluster: &str, g: &GroupView) -> Value {
+    json!({
+        "brokerName": &*g.name,
+        "zoneName": g.zone.as_deref(),
+        "enableActingMaster": g.enable_acting_master,
+        "topics": g.topics,
+        "writableTopics": g.writable_topics,
+        "brokers": g.brokers.iter().map(|b| broker_json(cluster, g, b)).collect::<Vec<_>>(),
+    })
+}
+
+fn clusters_view(app: &App) -> Vec<ClusterView> {
+    app.state.routes().clusters_view(Instant::now())
+}
+
+/// `GET /api/status`: readiness and the headline counts.
+pub(super) async fn status(State(app): State<App>) -> Json<Value> {
+    let now = Instant::now();
+    let not_ready: Vec<String> = app
+        .state
+        .readiness(now)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let counts = app.state.routes().counts();
+    let (namespaces, entries) = app.state.kv().counts();
+    let m = app.state.metrics();
+    Json(json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "remotingAddr": app.remoting.to_string(),
+        "uptimeSeconds": now.saturating_duration_since(app.state.started()).as_secs(),
+        "ready": not_ready.is_empty(),
+        "notReady": not_ready,
+        "clusters": counts.broker_groups.len(),
+        "brokerGroups": counts.broker_groups.values().sum::<usize>(),
+        "liveBrokers": counts.live_brokers.values().sum::<usize>(),
+        "topics": counts.topics,
+        "connections": {
+            "open": m.connections_open(),
+            "accepted": m.connections_accepted(),
+            "refused": m.connections_refused(),
+        },
+        "kv": { "namespaces": namespaces, "entries": entries },
+    }))
+}
+
+/// `GET /api/clusters`: clusters → broker groups → brokers.
+pub(super) async fn clusters(State(app): State<App>) -> Json<Value> {
+    let clusters: Vec<Value> = clusters_view(&app)
+        .iter()
+        .map(|c| {
+            json!({
+                "clusterName": &*c.name,
+                "brokerGroups": c.groups.iter().map(|g| group_json(&c.name, g)).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    Json(Value::Array(clusters))
+}
+
+/// `GET /api/brokers`: every broker, flat.
+pub(super) async fn brokers(State(app): State<App>) -> Json<Value> {
+    let mut out = Vec::new();
+    for c in clusters_view(&app) {
+        for g in &c.groups {
+            out.extend(g.brokers.iter().map(|b| broker_json(&c.name, g, b)));
+        }
+    }
+    Json(Value::Array(out))
+}
+
+/// The query of `GET /api/topics`.
+#[derive(Debug, serde::Deserialize)]
+pub(super) struct TopicSearch {
+    /// Part of the topic name (any case); all topics when absent.
+    #[serde(default)]
+    q: String,
+    /// Most names to list (at most [`MAX_TOPICS_LISTED`]).
+    limit: Option<usize>,
+}
+
+/// `GET /api/topics?q=PART&limit=N`: topic names containing `q`, sorted.
+pub(super) async fn topics(
+    State(app): State<App>,
+    Query(search): Query<TopicSearch>,
+) -> Json<Value> {
+    let limit = search.limit.unwrap_or(100).min(MAX_TOPICS_LISTED);
+    let (found, total) = app.state.routes().find_topics(&search.q, limit);
+    let names: Vec<&str> = found.iter().map(|n| &**n).collect();
+    Json(json!({ "total": total, "topics": names }))
+}
+
+/// The route of `topic` as a current client sees it (standard JSON, no zone filter).
+pub(super) fn client_route(app: &App, topic: &str) -> Option<bytes::Bytes> {
+    let options = RouteOptions::from_settings(&app.state.config().settings);
+    lookup(&app.state, topic, JsonStyle::Standard, None, options)
+}
+
+/// `GET /api/topics/{topic}/route`.
+pub(super) async fn route(State(app): State<App>, Path(topic): Path<String>) -> Response {
+    match client_route(&app, &topic) {
+        Some(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        None => not_found(format!("no route for topic {topic:?}")),
+    }
+}
+
+/// `GET /api/kv`: namespaces and their key counts.
+pub(super) async fn kv_namespaces(State(app): State<App>) -> Json<Value> {
+    let namespaces: Vec<Value> = app
+        .state
+        .kv()
+        .snapshot()
+        .iter()
+        .map(|(ns, entries)| json!({ "namespace": ns, "keys": entries.len() }))
+        .collect();
+    Json(Value::Array(namespaces))
+}
+
+/// `GET /api/kv/{namespace}`: a namespace's entries.
+pub(super) async fn kv_namespace(
+    State(app): State<App>,
+    Path(namespace): Path<String>,
+) -> Response {
+    match app.state.kv().snapshot().remove(&namespace) {
+        Some(entries) => {
+            Json(json!({ "namespace": namespace, "entries": entries })).into_response()
+        }
+        None => not_found(format!("no KV namespace {namespace:?}")),
+    }
+}
+
+/// `GET /api/config`: the effective configuration, secrets hidden.
+pub(super) async fn config(State(app): State<App>) -> Json<Value> {
+    let config: serde_json::Map<String, Value> = visible_config(&app.state)
+        .into_iter()
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect();
+    Json(Value::Object(config))
+}

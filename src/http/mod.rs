@@ -1,0 +1,170 @@
+//! The HTTP side door: Prometheus metrics, health and readiness probes, the status page, a
+//! JSON API and the address server Java clients poll — one listener, separate from the
+//! remoting port, off unless `httpListenPort` is set.
+//!
+//! It runs as one task under the server's tracker ([`crate::server::run`] spawns [`serve`])
+//! and only *reads* the shared state through the [`Namesrv`] handle: every route is a `GET`,
+//! so no endpoint can change anything. It keeps answering while the remoting connections
+//! drain at shutdown, so `/readyz` reports the drain instead of refusing connections.
+//!
+//! Routes split in two groups: the open ones that probes, Prometheus and Java clients need
+//! (`/healthz`, `/readyz`, `/metrics`, `/rocketmq/...`) and the operator ones (`/` and
+//! `/api/...`). [`operator_routes`] is the single place where an access check for the operator
+//! group belongs.
+
+mod api;
+mod health;
+mod html;
+mod listener;
+mod nsaddr;
+mod page;
+
+use std::future::Future;
+use std::net::SocketAddr;
+
+use axum::Router;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tokio::net::TcpListener;
+
+use crate::config::Settings;
+use crate::state::Namesrv;
+pub use listener::Peer;
+
+/// What every handler gets.
+#[derive(Debug, Clone)]
+struct App {
+    state: Namesrv,
+    /// Where the remoting listener is bound (the address server's default answer).
+    remoting: SocketAddr,
+}
+
+/// Binds the HTTP listener as `httpBindAddress`/`httpListenPort` say, or `None` when
+/// `httpListenPort` is 0.
+pub async fn bind(s: &Settings) -> std::io::Result<Option<TcpListener>> {
+    if s.http_listen_port == 0 {
+        return Ok(None);
+    }
+    let addr = (s.http_bind_address.as_str(), s.http_listen_port as u16);
+    TcpListener::bind(addr).await.map(Some)
+}
+
+/// Serves HTTP on `listener` until `stop` completes; `remoting` is the bound remoting
+/// address.
+pub async fn serve(
+    listener: TcpListener,
+    state: Namesrv,
+    remoting: SocketAddr,
+    stop: impl Future<Output = ()> + Send + 'static,
+) {
+    let local = listener.local_addr().ok();
+    tracing::info!(address = ?local, "HTTP listener (metrics, status page, address server) up");
+    let app = router(App { state, remoting });
+    let served = axum::serve(
+        listener::Capped::new(listener),
+        app.into_make_service_with_connect_info::<Peer>(),
+    )
+    .with_graceful_shutdown(stop)
+    .await;
+    if let Err(e) = served {
+        tracing::error!(error = %e, "HTTP listener failed");
+    }
+}
+
+fn router(app: App) -> Router {
+    let open = Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/metrics", get(metrics))
+        .route("/rocketmq/{subgroup}", get(nsaddr::nsaddr));
+    open.merge(operator_routes())
+        .fallback(not_found)
+        .with_state(app)
+}
+
+/// The status page and the JSON API. When authentication is enforced, the credential check
+/// wraps this group (and only it) as a layer here.
+fn operator_routes() -> Router<App> {
+    Router::new()
+        .route("/", get(page::status_page))
+        .route("/api/status", get(api::status))
+        .route("/api/clusters", get(api::clusters))
+        .route("/api/brokers", get(api::brokers))
+        .route("/api/topics", get(api::topics))
+        .route("/api/topics/{topic}/route", get(api::route))
+        .route("/api/kv", get(api::kv_namespaces))
+        .route("/api/kv/{namespace}", get(api::kv_namespace))
+        .route("/api/config", get(api::config))
+}
+
+async fn metrics(axum::extract::State(app): axum::extract::State<App>) -> Response {
+    let body = crate::metrics::render(&app.state);
+    ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], body).into_response()
+}
+
+async fn not_found() -> Response {
+    text(StatusCode::NOT_FOUND, "not found\n")
+}
+
+/// A plain-text response.
+fn text(status: StatusCode, body: impl Into<String>) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        body.into(),
+    )
+        .into_response()
+}
+
+/// Whether a configuration key's value is a secret and must not be shown.
+fn is_secret(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    [
+        "secret",
+        "password",
+        "passwd",
+        "token",
+        "credential",
+        "privatekey",
+    ]
+    .iter()
+    .any(|s| key.contains(s))
+}
+
+/// The effective configuration, secrets replaced by `******`.
+fn visible_config(state: &Namesrv) -> Vec<(String, String)> {
+    state
+        .config()
+        .effective_properties()
+        .into_iter()
+        .map(|(k, v)| {
+            let v = if is_secret(&k) && !v.is_empty() {
+                "******".to_owned()
+            } else {
+                v
+            };
+            (k, v)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_looking_keys_are_hidden() {
+        for key in [
+            "secretKey",
+            "aclPassword",
+            "authToken",
+            "innerClientAuthenticationCredentials",
+        ] {
+            assert!(is_secret(key), "{key}");
+        }
+        for key in ["listenPort", "kvConfigPath", "accessKey"] {
+            assert!(!is_secret(key), "{key}");
+        }
+    }
+}

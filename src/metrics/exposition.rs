@@ -1,0 +1,370 @@
+//! The `/metrics` body: every metric in the Prometheus text format (version 0.0.4), written
+//! by prometheus-client's encoder from a collector that reads the counters and the state at
+//! scrape time.
+
+use std::collections::BTreeMap;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::{Registry, Unit};
+use tokio::time::Instant;
+
+use super::histogram::HistogramSnapshot;
+use super::process::ProcessStats;
+use super::{Eviction, Metrics, Refusal, Registration, RequestClass, WriteStats, codes};
+use crate::protocol::body::Name;
+use crate::state::Namesrv;
+
+/// The `Content-Type` of the body [`render`] returns.
+pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+/// At most this many clusters get their own `cluster` series; the rest are summed under
+/// `cluster="_other"`, so brokers registering arbitrary cluster names cannot grow the
+/// exposition without bound.
+const MAX_CLUSTER_SERIES: usize = 100;
+
+/// The metrics of `state`, in the Prometheus text format.
+pub fn render(state: &Namesrv) -> String {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(Scrape(state.clone())));
+    let mut out = String::with_capacity(16 * 1024);
+    prometheus_client::encoding::prometheus_text::encode(&mut out, &registry)
+        .expect("writing to a String cannot fail");
+    out
+}
+
+/// One scrape of one server.
+#[derive(Debug)]
+struct Scrape(Namesrv);
+
+type Result = std::result::Result<(), std::fmt::Error>;
+
+impl Collector for Scrape {
+    fn encode(&self, mut enc: DescriptorEncoder<'_>) -> Result {
+        let state = &self.0;
+        let metrics = state.metrics();
+        encode_requests(&mut enc, metrics)?;
+        encode_connections(&mut enc, metrics)?;
+        encode_state(&mut enc, state)?;
+        encode_events(&mut enc, metrics)?;
+        encode_process(&mut enc, &ProcessStats::read())
+    }
+}
+
+fn counter(enc: &mut DescriptorEncoder<'_>, name: &str, help: &str, value: u64) -> Result {
+    let c = ConstCounter::new(value);
+    c.encode(enc.encode_descriptor(name, help, None, c.metric_type())?)
+}
+
+fn bytes_counter(enc: &mut DescriptorEncoder<'_>, name: &str, help: &str, value: u64) -> Result {
+    let c = ConstCounter::new(value);
+    c.encode(enc.encode_descriptor(name, help, Some(&Unit::Bytes), c.metric_type())?)
+}
+
+fn gauge(enc: &mut DescriptorEncoder<'_>, name: &str, help: &str, value: i64) -> Result {
+    let g = ConstGauge::new(value);
+    g.encode(enc.encode_descriptor(name, help, None, g.metric_type())?)
+}
+
+/// A counter or gauge with one label, one series per `(label value, value)`.
+fn labelled<'a>(
+    enc: &mut DescriptorEncoder<'_>,
+    (name, help, label): (&str, &str, &str),
+    metric_type: MetricType,
+    series: impl IntoIterator<Item = (&'a str, u64)>,
+) -> Result {
+    let mut family = enc.encode_descriptor(name, help, None, metric_type)?;
+    for (value, n) in series {
+        let labels = [(label, value)];
+        let series = family.encode_family(&labels)?;
+        match metric_type {
+            MetricType::Counter => ConstCounter::new(n).encode(series)?,
+            _ => ConstGauge::new(n as i64).encode(series)?,
+        }
+    }
+    Ok(())
+}
+
+fn histogram(
+    enc: &mut DescriptorEncoder<'_>,
+    (name, help): (&str, &str),
+    series: &[(Option<(&str, &str)>, HistogramSnapshot)],
+) -> Result {
+    let mut family =
+        enc.encode_descriptor(name, help, Some(&Unit::Seconds), MetricType::Histogram)?;
+    for (label, h) in series {
+        let (sum, count, buckets) = (h.sum_seconds, h.count, &h.buckets);
+        match label {
+            Some(label) => family
+                .encode_family(&[*label])?
+                .encode_histogram::<NoLabelSet>(sum, count, buckets, None)?,
+            None => family.encode_histogram::<NoLabelSet>(sum, count, buckets, None)?,
+        }
+    }
+    Ok(())
+}
+
+fn encode_requests(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> Result {
+    let mut family = enc.encode_descriptor(
+        "namesrv_requests",
+        "Requests answered, by request code and response code (RocketMQ's lower-cased constant names; codes the server does not know count as other).",
+        None,
+        MetricType::Counter,
+    )?;
+    for (req, row) in m.requests.iter().enumerate() {
+        for (resp, count) in row.iter().enumerate() {
+            let count = super::read(count);
+            // Only pairs that occurred: most of the fixed table never does.
+            if count > 0 {
+                let labels = [
+                    ("request_code", codes::request_name(req)),
+                    ("response_code", codes::response_name(resp)),
+                ];
+                ConstCounter::new(count).encode(family.encode_family(&labels)?)?;
+            }
+        }
+    }
+    let latency: Vec<_> = RequestClass::ALL
+        .iter()
+        .map(|&c| (Some(("class", c.name())), m.latency[c as usize].snapshot()))
+        .collect();
+    histogram(
+        enc,
+        (
+            "namesrv_request_duration",
+            "Time from a request's arrival to its response, by request class.",
+        ),
+        &latency,
+    )?;
+    bytes_counter(
+        enc,
+        "namesrv_received",
+        "Bytes read from client connections.",
+        super::read(&m.received_bytes),
+    )?;
+    bytes_counter(
+        enc,
+        "namesrv_sent",
+        "Bytes written to client connections.",
+        super::read(&m.sent_bytes),
+    )
+}
+
+fn encode_connections(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> Result {
+    gauge(
+        enc,
+        "namesrv_connections_open",
+        "Client connections open now.",
+        m.connections_open(),
+    )?;
+    counter(
+        enc,
+        "namesrv_connections_accepted",
+        "Client connections accepted.",
+        m.connections_accepted(),
+    )?;
+    labelled(
+        enc,
+        (
+            "namesrv_connections_refused",
+            "Client connections closed as soon as they were accepted, by reason.",
+            "reason",
+        ),
+        MetricType::Counter,
+        Refusal::ALL
+            .iter()
+            .map(|&r| (r.name(), super::read(&m.connections_refused[r as usize]))),
+    )
+}
+
+/// Caps a per-cluster map at [`MAX_CLUSTER_SERIES`] entries, summing the rest.
+fn capped(per_cluster: &BTreeMap<Name, usize>) -> Vec<(&str, u64)> {
+    let mut out: Vec<(&str, u64)> = per_cluster
+        .iter()
+        .take(MAX_CLUSTER_SERIES)
+        .map(|(c, &n)| (&**c, n as u64))
+        .collect();
+    let rest: usize = per_cluster.values().skip(MAX_CLUSTER_SERIES).sum();
+    if per_cluster.len() > MAX_CLUSTER_SERIES {
+        out.push(("_other", rest as u64));
+    }
+    out
+}
+
+fn encode_state(enc: &mut DescriptorEncoder<'_>, state: &Namesrv) -> Result {
+    let counts = state.routes().counts();
+    let (namespaces, entries) = state.kv().counts();
+    let ready = state.readiness(Instant::now()).is_empty();
+    gauge(
+        enc,
+        "namesrv_ready",
+        "1 when /readyz would answer 200, else 0.",
+        ready as i64,
+    )?;
+    labelled(
+        enc,
+        (
+            "namesrv_live_brokers",
+            "Brokers in the live table, by the cluster they registered under.",
+            "cluster",
+        ),
+        MetricType::Gauge,
+        capped(&counts.live_brokers),
+    )?;
+    labelled(
+        enc,
+        (
+            "namesrv_broker_groups",
+            "Broker groups, by cluster.",
+            "cluster",
+        ),
+        MetricType::Gauge,
+        capped(&counts.broker_groups),
+    )?;
+    gauge(
+        enc,
+        "namesrv_topics",
+        "Topics with a route.",
+        counts.topics as i64,
+    )?;
+    gauge(
+        enc,
+        "namesrv_kv_namespaces",
+        "Namespaces in the KV store.",
+        namespaces as i64,
+    )?;
+    gauge(
+        enc,
+        "namesrv_kv_entries",
+        "Keys in the KV store, over all namespaces.",
+        entries as i64,
+    )?;
+    counter(
+        enc,
+        "namesrv_route_cache_hits",
+        "Route lookups answered from the encoded-route cache.",
+        counts.cache_hits,
+    )?;
+    counter(
+        enc,
+        "namesrv_route_cache_misses",
+        "Route lookups that encoded the route (first lookup after a change, or zone-filtered).",
+        counts.cache_misses,
+    )
+}
+
+fn encode_events(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> Result {
+    labelled(
+        enc,
+        (
+            "namesrv_registrations",
+            "REGISTER_BROKER requests: body applied (full), recognised as unchanged, or refused.",
+            "outcome",
+        ),
+        MetricType::Counter,
+        Registration::ALL
+            .iter()
+            .map(|&r| (r.name(), super::read(&m.registrations[r as usize]))),
+    )?;
+    labelled(
+        enc,
+        (
+            "namesrv_broker_evictions",
+            "Brokers removed from the live table, by reason.",
+            "reason",
+        ),
+        MetricType::Counter,
+        Eviction::ALL
+            .iter()
+            .map(|&e| (e.name(), super::read(&m.evictions[e as usize]))),
+    )?;
+    encode_writes(enc, "kv", "KV store (PUT/DELETE_KV_CONFIG)", &m.kv_writes)?;
+    encode_writes(
+        enc,
+        "config",
+        "configuration (UPDATE_NAMESRV_CONFIG)",
+        &m.config_writes,
+    )
+}
+
+fn encode_writes(
+    enc: &mut DescriptorEncoder<'_>,
+    what: &str,
+    desc: &str,
+    w: &WriteStats,
+) -> Result {
+    histogram(
+        enc,
+        (
+            &format!("namesrv_{what}_write_duration"),
+            &format!("Time to apply a change to the {desc} durably, including the file sync."),
+        ),
+        &[(None, w.latency.snapshot())],
+    )?;
+    counter(
+        enc,
+        &format!("namesrv_{what}_write_failures"),
+        &format!("Changes to the {desc} that could not be written; nothing was changed."),
+        super::read(&w.failures),
+    )
+}
+
+fn encode_process(enc: &mut DescriptorEncoder<'_>, p: &ProcessStats) -> Result {
+    if let Some(cpu) = p.cpu_seconds {
+        let c = ConstCounter::new(cpu);
+        c.encode(enc.encode_descriptor(
+            "process_cpu",
+            "Total user and system CPU time spent.",
+            Some(&Unit::Seconds),
+            c.metric_type(),
+        )?)?;
+    }
+    let gauges: [(&str, &str, Option<Unit>, Option<f64>); 6] = [
+        (
+            "process_resident_memory",
+            "Resident memory size.",
+            Some(Unit::Bytes),
+            p.resident_bytes.map(|v| v as f64),
+        ),
+        (
+            "process_virtual_memory",
+            "Virtual memory size.",
+            Some(Unit::Bytes),
+            p.virtual_bytes.map(|v| v as f64),
+        ),
+        (
+            "process_open_fds",
+            "Open file descriptors.",
+            None,
+            p.open_fds.map(|v| v as f64),
+        ),
+        (
+            "process_max_fds",
+            "Limit on open file descriptors.",
+            None,
+            p.max_fds.map(|v| v as f64),
+        ),
+        (
+            "process_threads",
+            "OS threads.",
+            None,
+            p.threads.map(|v| v as f64),
+        ),
+        (
+            "process_start_time",
+            "Start time of the process since the Unix epoch.",
+            Some(Unit::Seconds),
+            p.start_time_seconds,
+        ),
+    ];
+    for (name, help, unit, value) in gauges {
+        if let Some(value) = value {
+            let g = ConstGauge::new(value);
+            g.encode(enc.encode_descriptor(name, help, unit.as_ref(), g.metric_type())?)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,294 @@
+//! Metrics: the counters the server records as it works, and their Prometheus exposition.
+//!
+//! [`Metrics`] is the one set of typed handles. It lives in the shared state
+//! ([`crate::state::Namesrv::metrics`]); the server (connections, bytes), the dispatcher
+//! (requests, latency, registrations, KV and config writes) and the state's own operations
+//! (evictions) record into it, and nothing else does. Recording is a few relaxed atomic
+//! increments on fixed arrays — no lock, no allocation, no map lookup — so the request path
+//! stays at the machine's ceiling.
+//!
+//! Everything that is *state* rather than an event (live brokers, topics, KV entries, route
+//! cache hits, process figures) is read when `/metrics` is scraped ([`render`]), so it costs
+//! nothing between scrapes. No label grows with topics, KV keys or clients: request and
+//! response codes outside fixed tables share an `other` series, and the per-cluster series
+//! are capped.
+
+pub mod codes;
+mod exposition;
+pub mod histogram;
+mod process;
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
+
+pub use codes::RequestClass;
+pub use exposition::{CONTENT_TYPE, render};
+pub use histogram::Histogram;
+
+/// Why a broker left the live table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Eviction {
+    /// The expiry scan found it silent for longer than its timeout.
+    Scan,
+    /// The connection it registered on closed or failed.
+    ConnectionClosed,
+    /// The connection it registered on idled out (`serverChannelMaxIdleTimeSeconds`).
+    Idle,
+    /// It sent UNREGISTER_BROKER.
+    Unregister,
+}
+
+impl Eviction {
+    const ALL: [Eviction; 4] = [
+        Eviction::Scan,
+        Eviction::ConnectionClosed,
+        Eviction::Idle,
+        Eviction::Unregister,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Eviction::Scan => "scan",
+            Eviction::ConnectionClosed => "connection_closed",
+            Eviction::Idle => "idle",
+            Eviction::Unregister => "unregister",
+        }
+    }
+}
+
+/// How a REGISTER_BROKER ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Registration {
+    /// The body was read and applied.
+    Full,
+    /// The body was recognised as the one already applied and skipped.
+    Unchanged,
+    /// The registration was refused (bad body, CRC mismatch, stale version…).
+    Refused,
+}
+
+impl Registration {
+    const ALL: [Registration; 3] = [
+        Registration::Full,
+        Registration::Unchanged,
+        Registration::Refused,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Registration::Full => "full",
+            Registration::Unchanged => "unchanged",
+            Registration::Refused => "refused",
+        }
+    }
+}
+
+/// Why a connection was closed as soon as it was accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// `maxConnections` were already open.
+    MaxConnections,
+}
+
+impl Refusal {
+    const ALL: [Refusal; 1] = [Refusal::MaxConnections];
+
+    fn name(self) -> &'static str {
+        match self {
+            Refusal::MaxConnections => "max_connections",
+        }
+    }
+}
+
+/// A durable write of the KV store or the configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    /// PUT_KV_CONFIG / DELETE_KV_CONFIG.
+    Kv,
+    /// UPDATE_NAMESRV_CONFIG.
+    Config,
+}
+
+/// Latency and failures of one kind of durable write.
+#[derive(Debug, Default)]
+struct WriteStats {
+    latency: Histogram,
+    failures: AtomicU64,
+}
+
+/// The counters recorded on the request path.
+#[derive(Debug)]
+pub struct Metrics {
+    /// Requests by request slot and response slot (see [`codes`]).
+    requests: [[AtomicU64; codes::RESPONSE_SLOTS]; codes::REQUEST_SLOTS],
+    /// Request latency by [`RequestClass`], in `RequestClass::ALL` order.
+    latency: [Histogram; RequestClass::ALL.len()],
+    received_bytes: AtomicU64,
+    sent_bytes: AtomicU64,
+    connections_open: AtomicI64,
+    connections_accepted: AtomicU64,
+    connections_refused: [AtomicU64; Refusal::ALL.len()],
+    registrations: [AtomicU64; Registration::ALL.len()],
+    evictions: [AtomicU64; Eviction::ALL.len()],
+    kv_writes: WriteStats,
+    config_writes: WriteStats,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            requests: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+            latency: Default::default(),
+            received_bytes: AtomicU64::new(0),
+            sent_bytes: AtomicU64::new(0),
+            connections_open: AtomicI64::new(0),
+            connections_accepted: AtomicU64::new(0),
+            connections_refused: Default::default(),
+            registrations: Default::default(),
+            evictions: Default::default(),
+            kv_writes: WriteStats::default(),
+            config_writes: WriteStats::default(),
+        }
+    }
+}
+
+fn add(counter: &AtomicU64, n: u64) {
+    counter.fetch_add(n, Ordering::Relaxed);
+}
+
+fn read(counter: &AtomicU64) -> u64 {
+    counter.load(Ordering::Relaxed)
+}
+
+impl Metrics {
+    /// A request was answered with `response_code` after `elapsed`.
+    pub fn request(&self, request_code: i32, response_code: i32, elapsed: Duration) {
+        let req = codes::request_slot(request_code);
+        add(&self.requests[req][codes::response_slot(response_code)], 1);
+        let class = codes::request_class(req) as usize;
+        self.latency[class].observe(elapsed);
+    }
+
+    /// A durable write finished (or failed) after `elapsed`.
+    pub fn write(&self, kind: Write, elapsed: Duration, ok: bool) {
+        let stats = match kind {
+            Write::Kv => &self.kv_writes,
+            Write::Config => &self.config_writes,
+        };
+        stats.latency.observe(elapsed);
+        if !ok {
+            add(&stats.failures, 1);
+        }
+    }
+
+    /// A REGISTER_BROKER ended as `outcome`.
+    pub fn registration(&self, outcome: Registration) {
+        add(&self.registrations[outcome as usize], 1);
+    }
+
+    /// `brokers` left the live table for `reason`.
+    pub fn evicted(&self, reason: Eviction, brokers: usize) {
+        if brokers > 0 {
+            add(&self.evictions[reason as usize], brokers as u64);
+        }
+    }
+
+    /// Bytes read from clients.
+    pub fn received(&self, bytes: usize) {
+        add(&self.received_bytes, bytes as u64);
+    }
+
+    /// Bytes written to clients.
+    pub fn sent(&self, bytes: usize) {
+        add(&self.sent_bytes, bytes as u64);
+    }
+
+    /// A connection was refused at accept.
+    pub fn refused(&self, reason: Refusal) {
+        add(&self.connections_refused[reason as usize], 1);
+    }
+
+    /// A connection was accepted; it counts as open until [`Metrics::closed`].
+    pub(crate) fn accepted(&self) {
+        add(&self.connections_accepted, 1);
+        self.connections_open.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An accepted connection ended.
+    pub(crate) fn closed(&self) {
+        self.connections_open.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Connections open now.
+    pub fn connections_open(&self) -> i64 {
+        self.connections_open.load(Ordering::Relaxed)
+    }
+
+    /// Connections accepted since start.
+    pub fn connections_accepted(&self) -> u64 {
+        read(&self.connections_accepted)
+    }
+
+    /// Connections refused since start, over all reasons.
+    pub fn connections_refused(&self) -> u64 {
+        self.connections_refused.iter().map(read).sum()
+    }
+
+    /// Requests counted with `request_code` and `response_code` (codes outside the fixed
+    /// tables count together as `other`).
+    pub fn requests(&self, request_code: i32, response_code: i32) -> u64 {
+        read(&self.requests[codes::request_slot(request_code)][codes::response_slot(response_code)])
+    }
+
+    /// Evictions for `reason` since start.
+    pub fn evictions(&self, reason: Eviction) -> u64 {
+        read(&self.evictions[reason as usize])
+    }
+
+    /// Registrations that ended as `outcome` since start.
+    pub fn registrations(&self, outcome: Registration) -> u64 {
+        read(&self.registrations[outcome as usize])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::code::{request as rc, response};
+
+    #[test]
+    fn requests_are_counted_by_code_pair_and_timed_by_class() {
+        let m = Metrics::default();
+        m.request(
+            rc::GET_ROUTEINFO_BY_TOPIC,
+            response::SUCCESS,
+            Duration::from_micros(30),
+        );
+        m.request(
+            rc::GET_ROUTEINFO_BY_TOPIC,
+            response::TOPIC_NOT_EXIST,
+            Duration::ZERO,
+        );
+        m.request(7777, 1500, Duration::ZERO);
+        m.request(8888, 1501, Duration::ZERO);
+        assert_eq!(m.requests(rc::GET_ROUTEINFO_BY_TOPIC, response::SUCCESS), 1);
+        assert_eq!(
+            m.requests(rc::GET_ROUTEINFO_BY_TOPIC, response::TOPIC_NOT_EXIST),
+            1
+        );
+        assert_eq!(m.requests(1, 9999), 2, "unknown codes share one series");
+        assert_eq!(m.latency[RequestClass::Route as usize].snapshot().count, 2);
+        assert_eq!(m.latency[RequestClass::Other as usize].snapshot().count, 2);
+    }
+
+    #[test]
+    fn writes_record_latency_and_failures() {
+        let m = Metrics::default();
+        m.write(Write::Kv, Duration::from_millis(2), true);
+        m.write(Write::Kv, Duration::from_millis(2), false);
+        m.write(Write::Config, Duration::from_millis(2), true);
+        assert_eq!(m.kv_writes.latency.snapshot().count, 2);
+        assert_eq!(read(&m.kv_writes.failures), 1);
+        assert_eq!(read(&m.config_writes.failures), 0);
+    }
+}
