@@ -14,17 +14,14 @@ use tokio::time::Instant;
 
 use super::histogram::HistogramSnapshot;
 use super::process::ProcessStats;
-use super::{Eviction, Metrics, Refusal, Registration, RequestClass, WriteStats, codes};
+use super::{
+    Eviction, MAX_CLUSTER_SERIES, Metrics, Refusal, Registration, RequestClass, WriteStats, codes,
+};
 use crate::protocol::body::Name;
 use crate::state::Namesrv;
 
 /// The `Content-Type` of the body [`render`] returns.
 pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
-
-/// At most this many clusters get their own `cluster` series; the rest are summed under
-/// `cluster="_other"`, so brokers registering arbitrary cluster names cannot grow the
-/// exposition without bound.
-const MAX_CLUSTER_SERIES: usize = 100;
 
 /// The metrics of `state`, in the Prometheus text format.
 pub fn render(state: &Namesrv) -> String {
@@ -180,16 +177,20 @@ fn encode_connections(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> Result {
     )
 }
 
-/// Caps a per-cluster map at [`MAX_CLUSTER_SERIES`] entries, summing the rest.
-fn capped(per_cluster: &BTreeMap<Name, usize>) -> Vec<(&str, u64)> {
-    let mut out: Vec<(&str, u64)> = per_cluster
+/// One value per reported cluster (0 for a cluster without any now), and once the cap is
+/// reached, the sum of all other clusters as `_other`.
+fn per_cluster<'a>(reported: &'a [Name], values: &BTreeMap<Name, usize>) -> Vec<(&'a str, u64)> {
+    let mut out: Vec<(&str, u64)> = reported
         .iter()
-        .take(MAX_CLUSTER_SERIES)
-        .map(|(c, &n)| (&**c, n as u64))
+        .map(|c| (&**c, values.get(c).copied().unwrap_or(0) as u64))
         .collect();
-    let rest: usize = per_cluster.values().skip(MAX_CLUSTER_SERIES).sum();
-    if per_cluster.len() > MAX_CLUSTER_SERIES {
-        out.push(("_other", rest as u64));
+    if reported.len() >= MAX_CLUSTER_SERIES {
+        let other = values
+            .iter()
+            .filter(|(c, _)| reported.binary_search(c).is_err())
+            .map(|(_, &n)| n as u64)
+            .sum();
+        out.push(("_other", other));
     }
     out
 }
@@ -198,6 +199,12 @@ fn encode_state(enc: &mut DescriptorEncoder<'_>, state: &Namesrv) -> Result {
     let counts = state.routes().counts();
     let (namespaces, entries) = state.kv().counts();
     let ready = state.readiness(Instant::now()).is_empty();
+    let clusters = state.metrics().clusters_to_report(
+        counts
+            .live_brokers
+            .keys()
+            .chain(counts.broker_groups.keys()),
+    );
     gauge(
         enc,
         "namesrv_ready",
@@ -212,7 +219,7 @@ fn encode_state(enc: &mut DescriptorEncoder<'_>, state: &Namesrv) -> Result {
             "cluster",
         ),
         MetricType::Gauge,
-        capped(&counts.live_brokers),
+        per_cluster(&clusters, &counts.live_brokers),
     )?;
     labelled(
         enc,
@@ -222,7 +229,7 @@ fn encode_state(enc: &mut DescriptorEncoder<'_>, state: &Namesrv) -> Result {
             "cluster",
         ),
         MetricType::Gauge,
-        capped(&counts.broker_groups),
+        per_cluster(&clusters, &counts.broker_groups),
     )?;
     gauge(
         enc,

@@ -18,8 +18,13 @@ mod exposition;
 pub mod histogram;
 mod process;
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::protocol::body::Name;
 
 pub use codes::RequestClass;
 pub use exposition::{CONTENT_TYPE, render};
@@ -132,7 +137,14 @@ pub struct Metrics {
     evictions: [AtomicU64; Eviction::ALL.len()],
     kv_writes: WriteStats,
     config_writes: WriteStats,
+    /// Clusters that have had a series (read and written only when scraped).
+    clusters_seen: Mutex<BTreeSet<Name>>,
 }
+
+/// At most this many clusters get their own `cluster` series; the rest are summed under
+/// `cluster="_other"`, so brokers registering arbitrary cluster names cannot grow the
+/// exposition without bound.
+pub const MAX_CLUSTER_SERIES: usize = 100;
 
 impl Default for Metrics {
     fn default() -> Self {
@@ -148,6 +160,7 @@ impl Default for Metrics {
             evictions: Default::default(),
             kv_writes: WriteStats::default(),
             config_writes: WriteStats::default(),
+            clusters_seen: Mutex::default(),
         }
     }
 }
@@ -238,6 +251,25 @@ impl Metrics {
     /// tables count together as `other`).
     pub fn requests(&self, request_code: i32, response_code: i32) -> u64 {
         read(&self.requests[codes::request_slot(request_code)][codes::response_slot(response_code)])
+    }
+
+    /// The clusters to report: those with a series so far plus `current`, sorted, at most
+    /// [`MAX_CLUSTER_SERIES`]. A cluster keeps its series after its last broker leaves, so
+    /// that "no live brokers" reads as 0 instead of as a missing series.
+    pub(crate) fn clusters_to_report<'a>(
+        &self,
+        current: impl IntoIterator<Item = &'a Name>,
+    ) -> Vec<Name> {
+        let mut seen = self.clusters_seen.lock();
+        for cluster in current {
+            if seen.len() >= MAX_CLUSTER_SERIES {
+                break;
+            }
+            if !seen.contains(cluster) {
+                seen.insert(cluster.clone());
+            }
+        }
+        seen.iter().cloned().collect()
     }
 
     /// Evictions for `reason` since start.

@@ -15,7 +15,7 @@ use namesrv::protocol::{
     ExtFields, FrameLimits, RemotingCommand, SerializeType, decode_frame, encode_frame, split_frame,
 };
 use namesrv::reload::Reload;
-use namesrv::server::{self, ServerConfig};
+use namesrv::server::{self, Listeners, ServerConfig};
 use namesrv::state::Namesrv;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -25,6 +25,8 @@ use tokio::task::JoinHandle;
 /// A running server.
 pub struct TestServer {
     pub addr: SocketAddr,
+    /// The HTTP side door, when started with `Options::http`.
+    pub http: Option<SocketAddr>,
     pub state: Namesrv,
     /// The auth gate (off unless the properties set `authMode`).
     pub auth: Gate,
@@ -48,6 +50,8 @@ pub struct Options {
     pub kv_path: Option<PathBuf>,
     /// Load this file as `-c` does (then `properties` is ignored).
     pub config_file: Option<PathBuf>,
+    /// Also serve HTTP on an ephemeral loopback port.
+    pub http: bool,
 }
 
 impl TestServer {
@@ -97,12 +101,27 @@ impl TestServer {
         server_config.auth = Gate::load(&config.settings).unwrap();
         let (auth, reload) = (server_config.auth.clone(), server_config.reload.clone());
         let state = Namesrv::new(config, kv);
+        let http_listener = match opts.http {
+            true => Some(TcpListener::bind("127.0.0.1:0").await.unwrap()),
+            false => None,
+        };
+        let http = http_listener.as_ref().map(|l| l.local_addr().unwrap());
+        let listeners = Listeners {
+            remoting: listener,
+            http: http_listener,
+        };
         let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(server::run(listener, state.clone(), server_config, async {
-            let _ = rx.await;
-        }));
+        let task = tokio::spawn(server::run(
+            listeners,
+            state.clone(),
+            server_config,
+            async {
+                let _ = rx.await;
+            },
+        ));
         TestServer {
             addr,
+            http,
             state,
             auth,
             reload,
@@ -134,6 +153,82 @@ impl TestServer {
 
     pub async fn client(&self) -> TestClient {
         TestClient::connect(self.addr).await
+    }
+
+    /// `GET path` on the HTTP side door.
+    pub async fn get(&self, path: &str) -> HttpResponse {
+        http_request(self.http.expect("started with http"), "GET", path).await
+    }
+}
+
+/// An HTTP response, as a test reads it.
+#[derive(Debug)]
+pub struct HttpResponse {
+    pub status: u16,
+    /// Header lines, names lower-cased.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl HttpResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One HTTP/1.1 request on a fresh connection (`Connection: close`), read to the end.
+pub async fn http_request(addr: SocketAddr, method: &str, path: &str) -> HttpResponse {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let request = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut raw))
+        .await
+        .expect("HTTP response within 30 s")
+        .unwrap();
+    let text = String::from_utf8(raw).expect("UTF-8 response");
+    let (head, body) = text.split_once("\r\n\r\n").expect("a header block");
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    HttpResponse {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut rest: &str) -> String {
+    let mut out = String::new();
+    loop {
+        let (size, tail) = rest.split_once("\r\n").expect("chunk size line");
+        let size = usize::from_str_radix(size.trim(), 16).expect("hex chunk size");
+        if size == 0 {
+            return out;
+        }
+        out.push_str(&tail[..size]);
+        rest = &tail[size + 2..];
     }
 }
 
@@ -307,6 +402,17 @@ pub async fn route(client: &mut TestClient, topic: &str) -> RemotingCommand {
             namesrv::protocol::code::request::GET_ROUTEINFO_BY_TOPIC,
             &[("topic", topic)],
             None,
+        )
+        .await
+}
+
+/// UPDATE_NAMESRV_CONFIG with `properties` as the body.
+pub async fn update_config(client: &mut TestClient, properties: &str) -> RemotingCommand {
+    client
+        .call(
+            namesrv::protocol::code::request::UPDATE_NAMESRV_CONFIG,
+            &[],
+            Some(properties.as_bytes()),
         )
         .await
 }

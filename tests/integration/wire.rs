@@ -27,7 +27,7 @@ async fn every_captured_exchange_is_reproduced_byte_for_byte() {
         home: Some("/home/rocketmq".into()),
         rocketmq_home: Some("/opt/rocketmq".into()),
         kv_path: Some(kv.path().join("kvConfig.json")),
-        config_file: None,
+        ..Options::default()
     })
     .await;
     let mut client = server.client().await;
