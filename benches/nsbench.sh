@@ -6,7 +6,10 @@
 #   benches/nsbench.sh [workload ...]
 #   # default: route route-rocketmq hot-route mixed route-reregister register heartbeat hold hold-1m
 #   # also: route-light, route-signed (authMode=enforce with every class signed; nsbench signs
-#   #       every request with --access-key/--secret-key, and nslimit gets the same signed load)
+#   #       every request with --access-key/--secret-key, and nslimit gets the same signed load),
+#   #       route-scraped (route lookups with the HTTP listener off, then on with /metrics
+#   #       scraped every second), hold-scraped (8 x 20 k topics held while /metrics is
+#   #       scraped every second: scrape time, series, RSS)
 #
 # Environment: NSBENCH_SRC (default ../shared/tools/nsbench), NSBENCH_TARGET (~/.cache/nsbench),
 # RMQ_RUST_BIN (~/.cache/rmq-rust/bin/rocketmq-namesrv-rust; skipped when absent),
@@ -22,7 +25,12 @@ DURATION="${DURATION:-10}"
 WORK="$(mktemp -d)"
 OUT="$WORK/results.jsonl"
 SERVER_PID=""
-cleanup() { if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; fi; rm -rf "$WORK"; }
+SCRAPER_PID=""
+cleanup() {
+  if [ -n "$SCRAPER_PID" ]; then kill "$SCRAPER_PID" 2>/dev/null || true; fi
+  if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -52,12 +60,13 @@ printf 'signatureRequired: [read, broker, admin]\naccounts:\n  - {accessKey: %s,
   "$SIGN_AK" "$SIGN_SK" > "$WORK/acl.yml"
 chmod 600 "$WORK/acl.yml"
 
-start_server() { # kind port
-  local kind=$1 port=$2 auth=""
+start_server() { # kind port label
+  local kind=$1 port=$2 label=$3 auth=""
   if port_in_use "$port"; then echo "port $port is already in use" >&2; return 1; fi
   case $kind in
-    ours|ours-auth|ref)
+    ours|ours-auth|ours-http|ref)
       [ "$kind" = ours-auth ] && auth="authMode=enforce\nauthConfigPath=$WORK/acl.yml\n"
+      [ "$kind" = ours-http ] && auth="httpListenPort=$((port + 100))\n"
       printf "listenPort=%s\nbindAddress=127.0.0.1\nkvConfigPath=%s/kv.json\nconfigStorePath=%s/ns.properties\nframeMaxLength=67108864\n$auth" \
         "$port" "$WORK" "$WORK" > "$WORK/ours.conf"
       local bin="$ROOT/target/release/namesrv"
@@ -75,9 +84,15 @@ start_server() { # kind port
   SERVER_PID=$!
   wait_port "$port"
   kill -0 "$SERVER_PID" 2>/dev/null || { echo "$kind exited at start-up" >&2; return 1; }
+  if [ "$kind" = ours-http ]; then
+    # Prometheus' part: one scrape of /metrics per second, from the load's CPU.
+    (pin 1 python3 "$ROOT/benches/scrape.py" "http://127.0.0.1:$((port + 100))/metrics" "$WORK/scrapes-$label.jsonl") &
+    SCRAPER_PID=$!
+  fi
 }
 
 stop_server() {
+  if [ -n "$SCRAPER_PID" ]; then kill "$SCRAPER_PID" 2>/dev/null || true; wait "$SCRAPER_PID" 2>/dev/null || true; SCRAPER_PID=""; fi
   kill "$SERVER_PID" 2>/dev/null || true
   for _ in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.05; done
   kill -9 "$SERVER_PID" 2>/dev/null || true
@@ -87,7 +102,7 @@ stop_server() {
 run() { # label kind workload nsbench-args...
   local label=$1 kind=$2; shift 2
   PORT=$((PORT + 1))
-  start_server "$kind" "$PORT"
+  start_server "$kind" "$PORT" "$label"
   (pin 1 "$B/nsbench" --addr "127.0.0.1:$PORT" --pid "$SERVER_PID" --duration "$RUN_DURATION" --label "$label" "$@") \
     | tee -a "$OUT"
   stop_server
@@ -116,7 +131,17 @@ for w in "${WORKLOADS[@]}"; do
     heartbeat) args=(--workload heartbeat --topics 10000 --brokers 1 --conns 4 --pipeline 1); BROKERS=1 ;;
     hold) args=(--workload hold --brokers 8 --topics 20000); BROKERS=8 ;;
     hold-1m) args=(--workload hold --brokers 50 --topics 20000); BROKERS=50 ;;
+    route-scraped) args=(--workload route) ;;
+    hold-scraped) args=(--workload hold --brokers 8 --topics 20000); BROKERS=8 ;;
     *) echo "unknown workload $w" >&2; exit 2 ;;
+  esac
+  case $w in
+    route-scraped)
+      run "ours:$w" ours "${args[@]}"
+      run "ours-http:$w" ours-http "${args[@]}"
+      run "nslimit:$w" nslimit "${args[@]}"
+      continue ;;
+    hold-scraped) run "ours-http:$w" ours-http "${args[@]}"; continue ;;
   esac
   run "ours:$w" "$OURS" "${args[@]}"
   case $w in register|heartbeat|hold|hold-1m) ;; *) run "nslimit:$w" nslimit "${args[@]}" ;; esac
@@ -126,8 +151,8 @@ done
 
 echo
 echo "== summary (rps = requests/s; eff = requests per server CPU-second; rss in MB)"
-python3 - "$OUT" <<'PY'
-import json, sys
+python3 - "$OUT" "$WORK" <<'PY'
+import json, os, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 by = {}
 for r in rows:
@@ -142,4 +167,19 @@ for w, kinds in by.items():
         rss = (r.get("rss_end_kb") or 0) / 1024
         eff = r.get("req_per_server_cpu_s") or 0
         print(f"{w:16} {kind:9} {rps:9.0f} {ratio:>8} {r.get('p99_us', 0) or 0:7} {eff:9.0f} {rss:7.1f}")
+        base = {"ours-http": "ours", "ours": "ref"}.get(kind)
+        if base and kinds.get(base, {}).get("rps"):
+            b = kinds[base]
+            print(f"{'':16} {'':9} vs {base}: rps {rps / b['rps']:.1%}, eff "
+                  f"{eff / (b.get('req_per_server_cpu_s') or 1):.1%}")
+        path = os.path.join(sys.argv[2], f"scrapes-{kind}:{w}.jsonl")
+        if kind == "ours-http" and os.path.exists(path):
+            scrapes = [json.loads(l) for l in open(path) if '"ms"' in l]
+            if w == "hold-scraped":  # only the scrapes taken while every topic was held
+                scrapes = [s for s in scrapes if s["topics"] == max(x["topics"] for x in scrapes)]
+            ms = sorted(s["ms"] for s in scrapes)
+            if ms:
+                print(f"{'':16} {'':9} /metrics: {len(ms)} scrapes, p50 {ms[len(ms) // 2]:.2f} ms, "
+                      f"max {ms[-1]:.2f} ms, {scrapes[-1]['series']} series, {scrapes[-1]['bytes']} bytes, "
+                      f"namesrv_topics {scrapes[-1]['topics']:.0f}")
 PY

@@ -43,8 +43,8 @@ pub(super) async fn status_page(
         .raw("</style><noscript><meta http-equiv=\"refresh\" content=\"10\"></noscript></head><body>");
     let clusters = app.state.routes().clusters_view(Instant::now());
     header(&mut h, &app);
-    cards(&mut h, &app, &clusters);
     h.raw("<main>");
+    cards(&mut h, &app, &clusters);
     clusters_section(&mut h, &clusters);
     topics_section(&mut h, &app, query.topic.trim());
     kv_section(&mut h, &app);
@@ -111,9 +111,17 @@ fn cards(h: &mut Html, app: &App, clusters: &[ClusterView]) {
         h,
         entries,
         "KV entries",
-        &format!(" in {namespaces} namespaces"),
+        &format!(" in {}", count(namespaces, "namespace")),
     );
     h.raw("</section>");
+}
+
+/// `1 key`, `2 keys`.
+fn count(n: usize, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
 }
 
 fn write_state(h: &mut Html, g: &GroupView) {
@@ -147,17 +155,23 @@ fn clusters_section(h: &mut Html, clusters: &[ClusterView]) {
             }
             write_state(h, g);
             h.raw("<span class=\"tag\">")
-                .num(g.topics)
-                .raw(" topics</span></h4>");
+                .text(&count(g.topics, "topic"))
+                .raw("</span></h4>");
             h.raw("<div class=\"scroll\"><table><thead><tr><th>id</th><th>address</th>")
-                .raw("<th>version</th><th>data version</th><th>last heartbeat</th>")
-                .raw("<th>evicted in</th></tr></thead><tbody>");
+                .raw("<th>last heartbeat</th><th>evicted in</th><th>version</th>")
+                .raw("<th>data version</th></tr></thead><tbody>");
             for b in &g.brokers {
                 h.raw("<tr><td>").num(b.id);
                 h.raw(if b.id == 0 { " (master)" } else { "" });
                 h.raw("</td>").cell(&b.addr);
                 match &b.live {
                     Some(live) => {
+                        h.cell(&format!("{} ago", age(live.last_heartbeat_age)));
+                        let class = match live.expires_in.as_secs() {
+                            0..30 => "<td class=\"bad\">",
+                            _ => "<td>",
+                        };
+                        h.raw(class).text(&age(live.expires_in)).raw("</td>");
                         let dv = &live.data_version;
                         let counter = dv.counter.map_or("null".to_owned(), |c| c.to_string());
                         h.cell(&version::name(live.version)).cell(&format!(
@@ -165,12 +179,6 @@ fn clusters_section(h: &mut Html, clusters: &[ClusterView]) {
                             dv.state_version,
                             utc(dv.timestamp)
                         ));
-                        h.cell(&format!("{} ago", age(live.last_heartbeat_age)));
-                        let class = match live.expires_in.as_secs() {
-                            0..30 => "<td class=\"bad\">",
-                            _ => "<td>",
-                        };
-                        h.raw(class).text(&age(live.expires_in)).raw("</td>");
                     }
                     None => {
                         h.raw("<td colspan=\"4\" class=\"empty\">not in the live table</td>");
@@ -295,8 +303,8 @@ fn kv_section(h: &mut Html, app: &App) {
             .raw("\"><summary>")
             .text(ns)
             .raw(" <span class=\"tag\">")
-            .num(entries.len())
-            .raw(" keys</span></summary><div class=\"scroll\"><table><tbody>");
+            .text(&count(entries.len(), "key"))
+            .raw("</span></summary><div class=\"scroll\"><table><tbody>");
         for (k, v) in entries.iter().take(KV_ENTRIES_LISTED) {
             h.raw("<tr>")
                 .cell(k)

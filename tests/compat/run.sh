@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compatibility suite: real, independent RocketMQ software against our name server.
 #
-#   tests/compat/run.sh [--only fake|ali-ons|rust] ...
+#   tests/compat/run.sh [--only fake|ali-ons|rust|prometheus|browser] ...
 #
 # Starts target/release/namesrv (or $NAMESRV_BIN) on a free loopback port with its files in a
 # temporary directory, then runs
@@ -16,13 +16,22 @@
 #            broker must be gone from the name server after it shuts down. Two more name
 #            servers run with authMode=enforce (read and admin signed; everything signed with
 #            127.0.0.1 trusted by address), the broker registers with them too, and the client's
-#            ACL hook (AclClientRPCHook) signs against them (`rust-client auth`).
+#            ACL hook (AclClientRPCHook) signs against them (`rust-client auth`);
+#   prometheus  Debian's Prometheus scrapes the name server's /metrics every second while the
+#            rocketmq-rust broker and client run (so it implies rust); its query API must show
+#            the broker live (1), route lookups rising, then 0 live brokers after the broker
+#            stops; promtool check metrics must pass on the body;
+#   browser  headless Chromium (Debian's chromium) opens the status page of a name server
+#            holding fake brokers, topics and KV entries, on a laptop and a phone screen, and
+#            saves screenshots (tests/compat/status_page.py).
 # Everything is stopped by PID at the end. Exit status: 0 if every check passed, 1 if any check
 # failed, 2 if the environment could not be prepared (tool missing, install failed, no ports).
 #
 # Heavy installs go to ${NAMESRV_COMPAT_CACHE:-$HOME/.cache/namesrv-compat} (outside the clone)
 # and are reused by later runs: the broker (cargo install, 15-30 min on 2 cores the first time),
 # the client checks' build (7-15 min), ali-ons' node_modules (seconds). Warm runs take ~15 s.
+# The prometheus and browser groups apt-get install `prometheus` / `chromium` when missing
+# (about 1-3 min; needs root or password-less sudo).
 #
 # Environment:
 #   NAMESRV_BIN             name server binary to test (default: cargo build --release, then
@@ -32,6 +41,8 @@
 #   NAMESRV_COMPAT_KEEP=1   keep the temporary directory (logs, stores) even on success
 #   NAMESRV_COMPAT_BROKER_PORT  listen port of the rocketmq-rust broker (default: a free one;
 #                           the broker also uses PORT-2 and PORT+1)
+#   NAMESRV_COMPAT_SCREENSHOTS  where the browser check saves its screenshots (default: the
+#                           temporary directory's screenshots/)
 set -Eeuo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -44,12 +55,14 @@ CLUSTER=DefaultCluster
 ONLY=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --only) [ $# -ge 2 ] || { echo "usage: $0 [--only fake|ali-ons|rust] ..." >&2; exit 2; }
+    --only) [ $# -ge 2 ] || { echo "usage: $0 [--only fake|ali-ons|rust|prometheus|browser] ..." >&2; exit 2; }
             ONLY+=("$2"); shift 2 ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
-    *) echo "usage: $0 [--only fake|ali-ons|rust] ..." >&2; exit 2 ;;
+    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+    *) echo "usage: $0 [--only fake|ali-ons|rust|prometheus|browser] ..." >&2; exit 2 ;;
   esac
 done
+# Prometheus watches the rocketmq-rust broker and client: asking for it asks for them.
+for o in "${ONLY[@]}"; do [ "$o" = prometheus ] && ONLY+=(rust); done
 wanted() {
   [ ${#ONLY[@]} -eq 0 ] && return 0
   local o; for o in "${ONLY[@]}"; do [ "$o" = "$1" ] && return 0; done
@@ -73,6 +86,7 @@ NS_PID=""
 NS_SIGNED_PID=""
 NS_ADDR_PID=""
 BROKER_PID=""
+PROM_PID=""
 
 stop_pid() { # pid name grace-seconds
   local pid=$1 name=$2 grace=$3 i
@@ -92,6 +106,7 @@ FAILED=0
 cleanup() {
   local rc=$?
   stop_pid "$BROKER_PID" broker 30
+  stop_pid "$PROM_PID" prometheus 15
   stop_pid "$NS_PID" namesrv 15
   stop_pid "$NS_SIGNED_PID" namesrv-signed 15
   stop_pid "$NS_ADDR_PID" namesrv-by-address 15
@@ -140,6 +155,23 @@ if wanted ali-ons; then
   [ "$installed" = "$ALI_ONS_VERSION" ] || die "cached ali-ons is $installed, expected $ALI_ONS_VERSION"
 fi
 
+# apt_install COMMAND PACKAGE...: installs the packages unless COMMAND is already there.
+apt_install() {
+  local cmd=$1; shift
+  command -v "$cmd" >/dev/null 2>&1 && return 0
+  command -v apt-get >/dev/null 2>&1 || die "$cmd is required (Debian package: $*)"
+  local sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo -n"
+  say "installing $* (apt-get install; 1-3 min)"
+  t0=$SECONDS
+  { $sudo env DEBIAN_FRONTEND=noninteractive timeout 600 apt-get update -qq \
+      && $sudo env DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y -qq --no-install-recommends "$@"; } \
+    >"$WORK/logs/apt-$cmd.log" 2>&1 || die "apt-get install $* failed (see $WORK/logs/apt-$cmd.log)"
+  command -v "$cmd" >/dev/null 2>&1 || die "apt-get installed $* but there is no $cmd"
+  say "$* installed in $((SECONDS - t0)) s"
+}
+wanted prometheus && apt_install promtool prometheus
+wanted browser && apt_install chromium chromium fonts-dejavu-core
+
 BROKER_BIN="$CACHE/broker/bin/rocketmq-broker-rust"
 CLIENT_TARGET="$CACHE/rust-client-target"
 CLIENT_BIN="$CLIENT_TARGET/release/namesrv-compat-rust-client"
@@ -165,7 +197,7 @@ fi
 # Ports and the name server
 # ---------------------------------------------------------------------------------------------
 
-read -r NS_PORT BROKER_PORT NS_SIGNED_PORT NS_ADDR_PORT < <(python3 - "${NAMESRV_COMPAT_BROKER_PORT:-}" <<'EOF'
+read -r NS_PORT BROKER_PORT NS_SIGNED_PORT NS_ADDR_PORT HTTP_PORT PROM_PORT < <(python3 - "${NAMESRV_COMPAT_BROKER_PORT:-}" <<'EOF'
 import random, socket, sys
 
 def free(port):
@@ -181,7 +213,7 @@ def free(port):
 held = []
 def any_port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); held.append(s); return s.getsockname()[1]
-ns, ns_signed, ns_addr = any_port(), any_port(), any_port()
+ns, ns_signed, ns_addr, http, prom = any_port(), any_port(), any_port(), any_port(), any_port()
 for s in held:
     s.close()
 fixed = sys.argv[1]
@@ -191,15 +223,17 @@ else:
     rng = random.Random()
     for _ in range(200):
         broker = rng.randrange(20002, 32000)  # below the usual ephemeral range
-        if not {ns, ns_signed, ns_addr} & {broker - 2, broker, broker + 1} and all(free(p) for p in (broker - 2, broker, broker + 1)):
+        if not {ns, ns_signed, ns_addr, http, prom} & {broker - 2, broker, broker + 1} and all(free(p) for p in (broker - 2, broker, broker + 1)):
             break
     else:
         broker = 0
-print(ns, broker, ns_signed, ns_addr)
+print(ns, broker, ns_signed, ns_addr, http, prom)
 EOF
 )
 [ "${BROKER_PORT:-0}" != 0 ] || die "found no free loopback ports for the broker"
 NS="127.0.0.1:$NS_PORT"
+NS_HTTP="127.0.0.1:$HTTP_PORT"
+PROM="http://127.0.0.1:$PROM_PORT"
 
 # start_namesrv NAME PORT [EXTRA_PROPERTIES]: starts a name server on 127.0.0.1:PORT with its
 # files in $WORK/NAME, its config in $WORK/NAME.properties.in, logs in $WORK/logs/NAME.*;
@@ -231,8 +265,32 @@ start_namesrv() {
   say "$(grep "boot success" "$WORK/logs/$name.out")"
 }
 
-start_namesrv namesrv "$NS_PORT"
+start_namesrv namesrv "$NS_PORT" "httpListenPort=$HTTP_PORT
+"
 NS_PID=$STARTED_PID
+
+if wanted prometheus; then
+  mkdir -p "$WORK/prometheus"
+  cat > "$WORK/prometheus/prometheus.yml" <<EOF
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: namesrv
+    static_configs:
+      - targets: ['$NS_HTTP']
+EOF
+  say "starting prometheus on $PROM, scraping http://$NS_HTTP/metrics every second"
+  prometheus --config.file="$WORK/prometheus/prometheus.yml" --storage.tsdb.path="$WORK/prometheus/data" \
+    --web.listen-address="127.0.0.1:$PROM_PORT" >"$WORK/logs/prometheus.log" 2>&1 &
+  PROM_PID=$!
+  for ((i = 0; i < 120; i++)); do
+    python3 -c "import urllib.request,sys; urllib.request.urlopen(sys.argv[1], timeout=1)" "$PROM/-/ready" 2>/dev/null && break
+    kill -0 "$PROM_PID" 2>/dev/null || break
+    sleep 0.25
+  done
+  kill -0 "$PROM_PID" 2>/dev/null || { tail -n 20 "$WORK/logs/prometheus.log" >&2; die "prometheus did not start"; }
+fi
 
 # Name servers with authentication, for the rocketmq-rust ACL-hook checks. Account keys and
 # secrets are made up for this run.
@@ -286,6 +344,7 @@ check() {
 }
 
 FAKE="$HERE/fake_broker.py"
+PROMCHECK="$HERE/prometheus_check.py"
 STYLES=(v4 v5-json v5-zlib)
 
 if wanted fake; then
@@ -353,11 +412,24 @@ EOF
       --label "rocketmq-broker-rust $BROKER_CRATE_VERSION"
   check "nsadmin against rocketmq-broker-rust $BROKER_CRATE_VERSION" 120 \
     "$HERE/nsadmin_check.sh" "$NSADMIN_BIN" "$NS" broker-a "$CLUSTER"
+  ROUTES='sum(namesrv_requests_total{request_code="get_routeinfo_by_topic"})'
+  if wanted prometheus; then
+    check "prometheus: scrapes namesrv, sees the broker live" 90 \
+      sh -c 'python3 "$1" wait "$2" "up{job=\"namesrv\"}" eq 1 --timeout 30 --label prometheus &&
+             python3 "$1" wait "$2" "namesrv_live_brokers{cluster=\"DefaultCluster\"}" eq 1 --timeout 45 --label prometheus' \
+      sh "$PROMCHECK" "$PROM"
+    ROUTES_BEFORE="$(python3 "$PROMCHECK" value "$PROM" "$ROUTES" 2>/dev/null || echo 0)"
+  fi
   check "rocketmq-client-rust 1.0.0 via the broker" 600 \
     "$CLIENT_BIN" --namesrv "$NS" --broker-name broker-a --cluster "$CLUSTER" --count 100 --wait-secs 60 \
       --expect-config "rocketmqHome=$WORK/namesrv" \
       --expect-config "kvConfigPath=$WORK/namesrv/kvConfig.json" \
       --expect-config "configStorePath=$WORK/namesrv.properties.in" # Java: -c FILE replaces it
+  if wanted prometheus; then
+    check "prometheus: route lookups rose while the client ran" 60 \
+      python3 "$PROMCHECK" wait "$PROM" "$ROUTES" gt "$ROUTES_BEFORE" --timeout 45 --label prometheus
+    check "promtool check metrics" 60 python3 "$PROMCHECK" lint "http://$NS_HTTP/metrics"
+  fi
 
   check "rocketmq-client-rust 1.0.0 ACL hook vs enforce" 300 \
     "$CLIENT_BIN" auth --signed "$NS_SIGNED" --by-address "$NS_ADDR" \
@@ -369,6 +441,18 @@ EOF
   check "rocketmq-broker-rust $BROKER_CRATE_VERSION unregisters on shutdown" 60 \
     python3 "$FAKE" wait-broker "$NS" broker-a --gone --timeout 45 \
       --label "rocketmq-broker-rust $BROKER_CRATE_VERSION"
+  if wanted prometheus; then
+    check "prometheus: 0 live brokers after the broker stops" 60 \
+      sh -c 'python3 "$1" wait "$2" "namesrv_live_brokers{cluster=\"DefaultCluster\"}" eq 0 --timeout 45 --label prometheus &&
+             python3 "$1" wait "$2" "sum(namesrv_broker_evictions_total)" ge 1 --timeout 10 --label prometheus' \
+      sh "$PROMCHECK" "$PROM"
+  fi
+fi
+
+if wanted browser; then
+  SHOTS="${NAMESRV_COMPAT_SCREENSHOTS:-$WORK/screenshots}"
+  check "chromium: the status page on a laptop and a phone" 180 \
+    python3 "$HERE/status_page.py" "$NS" "$NS_HTTP" --out "$SHOTS"
 fi
 
 for pair in "namesrv:$NS_PID" "namesrv-signed:$NS_SIGNED_PID" "namesrv-by-address:$NS_ADDR_PID"; do
