@@ -36,6 +36,7 @@ pub(super) async fn status_page(
     let mut h = Html::default();
     h.raw("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">")
         .raw("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">")
+        .raw("<link rel=\"icon\" href=\"data:,\">")
         .raw("<title>namesrv ")
         .text(&app.remoting.to_string())
         .raw("</title><style>")
