@@ -249,6 +249,25 @@ fn encode_state(enc: &mut DescriptorEncoder<'_>, state: &Namesrv) -> Result {
         "Keys in the KV store, over all namespaces.",
         entries as i64,
     )?;
+    let protection = state.eviction_protection();
+    gauge(
+        enc,
+        "namesrv_eviction_protection_held_brokers",
+        "Silent brokers eviction protection keeps in the routes now.",
+        protection.held as i64,
+    )?;
+    counter(
+        enc,
+        "namesrv_eviction_protection_holds",
+        "Holds eviction protection has begun (each a mass silence it did not evict).",
+        protection.holds,
+    )?;
+    counter(
+        enc,
+        "namesrv_eviction_protection_overdue_evictions",
+        "Held brokers evicted anyway after their timeout plus evictionProtectionMaxHoldMillis.",
+        protection.overdue_evictions,
+    )?;
     counter(
         enc,
         "namesrv_route_cache_hits",

@@ -194,6 +194,8 @@ async fn metrics_count_requests_registrations_evictions_and_state() {
     assert_eq!(v("namesrv_kv_write_failures_total"), 0.0);
     assert_eq!(v("namesrv_route_cache_misses_total"), 1.0);
     assert_eq!(v("namesrv_route_cache_hits_total"), 2.0);
+    assert_eq!(v("namesrv_eviction_protection_held_brokers"), 0.0);
+    assert_eq!(v("namesrv_eviction_protection_holds_total"), 0.0);
     assert_eq!(
         v("namesrv_request_duration_seconds_count{class=\"route\"}"),
         4.0
