@@ -5,6 +5,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use namesrv::auth::Gate;
 use namesrv::config::{Config, Env};
 use namesrv::kv::KvStore;
 use namesrv::metrics::Metrics;
@@ -22,7 +23,7 @@ fn scrape(c: &mut Criterion) {
     let kv = KvStore::open(dir.path().join("kvConfig.json")).unwrap();
     let state = Namesrv::new(Config::defaults(&env), kv);
     *state.routes_mut() = support::table(8, 20_000);
-    let body = namesrv::metrics::render(&state);
+    let body = namesrv::metrics::render(&state, &Gate::off());
     let series = body.lines().filter(|l| !l.starts_with('#')).count();
     assert!(series < 500, "{series} series");
     eprintln!(
@@ -30,7 +31,7 @@ fn scrape(c: &mut Criterion) {
         body.len()
     );
     c.bench_function("metrics/render/8x20k", |b| {
-        b.iter(|| namesrv::metrics::render(&state))
+        b.iter(|| namesrv::metrics::render(&state, &Gate::off()))
     });
 }
 

@@ -9,9 +9,10 @@
 //!
 //! Routes split in two groups: the open ones that probes, Prometheus and Java clients need
 //! (`/healthz`, `/readyz`, `/metrics`, `/rocketmq/...`) and the operator ones (`/` and
-//! `/api/...`). [`operator_routes`] is the single place where an access check for the operator
-//! group belongs.
+//! `/api/...`). When `authMode=enforce`, the operator group asks for the credentials of an
+//! admin account of the auth accounts file, as HTTP Basic authentication ([`access`]).
 
+mod access;
 mod api;
 mod health;
 mod html;
@@ -28,6 +29,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio::net::TcpListener;
 
+use crate::auth::Gate;
 use crate::config::Settings;
 use crate::state::Namesrv;
 pub use listener::Peer;
@@ -38,6 +40,8 @@ struct App {
     state: Namesrv,
     /// Where the remoting listener is bound (the address server's default answer).
     remoting: SocketAddr,
+    /// The request gate, whose accounts guard the operator routes when enforced.
+    auth: Gate,
 }
 
 /// Binds the HTTP listener as `httpBindAddress`/`httpListenPort` say, or `None` when
@@ -51,16 +55,21 @@ pub async fn bind(s: &Settings) -> std::io::Result<Option<TcpListener>> {
 }
 
 /// Serves HTTP on `listener` until `stop` completes; `remoting` is the bound remoting
-/// address.
+/// address, `auth` the remoting port's gate (its accounts guard the operator routes).
 pub async fn serve(
     listener: TcpListener,
     state: Namesrv,
     remoting: SocketAddr,
+    auth: Gate,
     stop: impl Future<Output = ()> + Send + 'static,
 ) {
     let local = listener.local_addr().ok();
     tracing::info!(address = ?local, "HTTP listener (metrics, status page, address server) up");
-    let app = router(App { state, remoting });
+    let app = router(App {
+        state,
+        remoting,
+        auth,
+    });
     let served = axum::serve(
         listener::Capped::new(listener),
         app.into_make_service_with_connect_info::<Peer>(),
@@ -78,14 +87,14 @@ fn router(app: App) -> Router {
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(metrics))
         .route("/rocketmq/{subgroup}", get(nsaddr::nsaddr));
-    open.merge(operator_routes())
+    open.merge(operator_routes(&app))
         .fallback(not_found)
         .with_state(app)
 }
 
-/// The status page and the JSON API. When authentication is enforced, the credential check
-/// wraps this group (and only it) as a layer here.
-fn operator_routes() -> Router<App> {
+/// The status page and the JSON API, behind the credential check (which lets everything
+/// through unless authentication is enforced).
+fn operator_routes(app: &App) -> Router<App> {
     Router::new()
         .route("/", get(page::status_page))
         .route("/api/status", get(api::status))
@@ -96,10 +105,14 @@ fn operator_routes() -> Router<App> {
         .route("/api/kv", get(api::kv_namespaces))
         .route("/api/kv/{namespace}", get(api::kv_namespace))
         .route("/api/config", get(api::config))
+        .route_layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            access::require_admin,
+        ))
 }
 
 async fn metrics(axum::extract::State(app): axum::extract::State<App>) -> Response {
-    let body = crate::metrics::render(&app.state);
+    let body = crate::metrics::render(&app.state, &app.auth);
     ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], body).into_response()
 }
 

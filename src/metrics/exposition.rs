@@ -17,16 +17,17 @@ use super::process::ProcessStats;
 use super::{
     Eviction, MAX_CLUSTER_SERIES, Metrics, Refusal, Registration, RequestClass, WriteStats, codes,
 };
+use crate::auth::{AuthStats, Gate, Reason};
 use crate::protocol::body::Name;
 use crate::state::Namesrv;
 
 /// The `Content-Type` of the body [`render`] returns.
 pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
 
-/// The metrics of `state`, in the Prometheus text format.
-pub fn render(state: &Namesrv) -> String {
+/// The metrics of `state` and of the auth gate `auth`, in the Prometheus text format.
+pub fn render(state: &Namesrv, auth: &Gate) -> String {
     let mut registry = Registry::default();
-    registry.register_collector(Box::new(Scrape(state.clone())));
+    registry.register_collector(Box::new(Scrape(state.clone(), auth.clone())));
     let mut out = String::with_capacity(16 * 1024);
     prometheus_client::encoding::prometheus_text::encode(&mut out, &registry)
         .expect("writing to a String cannot fail");
@@ -35,7 +36,7 @@ pub fn render(state: &Namesrv) -> String {
 
 /// One scrape of one server.
 #[derive(Debug)]
-struct Scrape(Namesrv);
+struct Scrape(Namesrv, Gate);
 
 type Result = std::result::Result<(), std::fmt::Error>;
 
@@ -47,6 +48,9 @@ impl Collector for Scrape {
         encode_connections(&mut enc, metrics)?;
         encode_state(&mut enc, state)?;
         encode_events(&mut enc, metrics)?;
+        if let Some(stats) = self.1.stats() {
+            encode_auth(&mut enc, &stats)?;
+        }
         encode_process(&mut enc, &ProcessStats::read())
     }
 }
@@ -335,6 +339,63 @@ fn encode_writes(
         &format!("namesrv_{what}_write_failures"),
         &format!("Changes to the {desc} that could not be written; nothing was changed."),
         super::read(&w.failures),
+    )
+}
+
+/// The auth gate's decisions (only when `authMode` is not `off`).
+fn encode_auth(enc: &mut DescriptorEncoder<'_>, stats: &AuthStats) -> Result {
+    gauge(
+        enc,
+        "namesrv_auth_accounts",
+        "Accounts loaded from the auth accounts file.",
+        stats.accounts as i64,
+    )?;
+    labelled(
+        enc,
+        (
+            "namesrv_auth_refused",
+            "Requests refused with NO_PERMISSION (authMode=enforce), by reason.",
+            "reason",
+        ),
+        MetricType::Counter,
+        Reason::ALL
+            .iter()
+            .map(|&r| (r.label(), stats.refused_for(r))),
+    )?;
+    labelled(
+        enc,
+        (
+            "namesrv_auth_would_refuse",
+            "Requests authMode=audit let through that enforce would refuse, by reason.",
+            "reason",
+        ),
+        MetricType::Counter,
+        Reason::ALL
+            .iter()
+            .map(|&r| (r.label(), stats.would_refuse_for(r))),
+    )?;
+    labelled(
+        enc,
+        (
+            "namesrv_auth_admitted",
+            "Requests of a class that needs a signature, let through: signed, or by address.",
+            "by",
+        ),
+        MetricType::Counter,
+        [
+            ("signature", stats.accepted_signed),
+            ("address", stats.accepted_by_address),
+        ],
+    )?;
+    labelled(
+        enc,
+        (
+            "namesrv_auth_reloads",
+            "Reloads of the accounts file, by outcome (a failed one keeps the previous accounts).",
+            "outcome",
+        ),
+        MetricType::Counter,
+        [("ok", stats.reloads), ("failed", stats.reload_failures)],
     )
 }
 

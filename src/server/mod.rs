@@ -175,7 +175,14 @@ pub async fn run(
             }
         };
         let remoting = listener.local_addr()?;
-        tracker.spawn(crate::http::serve(http, state.clone(), remoting, drained));
+        let auth = config.auth.clone();
+        tracker.spawn(crate::http::serve(
+            http,
+            state.clone(),
+            remoting,
+            auth,
+            drained,
+        ));
     }
     let mut refusals = RefusalLog {
         last: None,

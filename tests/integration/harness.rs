@@ -181,8 +181,23 @@ impl HttpResponse {
 
 /// One HTTP/1.1 request on a fresh connection (`Connection: close`), read to the end.
 pub async fn http_request(addr: SocketAddr, method: &str, path: &str) -> HttpResponse {
+    http_request_with(addr, method, path, &[]).await
+}
+
+/// [`http_request`] with extra header lines.
+pub async fn http_request_with(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> HttpResponse {
     let mut stream = TcpStream::connect(addr).await.unwrap();
-    let request = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let extra: String = headers
+        .iter()
+        .map(|(n, v)| format!("{n}: {v}\r\n"))
+        .collect();
+    let request =
+        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{extra}\r\n");
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut raw = Vec::new();
     tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut raw))

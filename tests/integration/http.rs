@@ -6,8 +6,8 @@ use std::time::Duration;
 use namesrv::protocol::code::request as rc;
 
 use crate::harness::{
-    HttpResponse, Options, TestClient, TestServer, body_text, http_request, register, route,
-    update_config,
+    HttpResponse, Options, TestClient, TestServer, body_text, http_request, http_request_with,
+    register, route, update_config,
 };
 
 async fn server_with(properties: &str) -> TestServer {
@@ -466,4 +466,57 @@ async fn nothing_can_be_changed_and_unknown_paths_are_404() {
     }
     assert_eq!(server.get("/nope").await.status, 404);
     assert_eq!(server.get("/api/nope").await.status, 404);
+}
+
+#[tokio::test]
+async fn with_auth_enforced_the_page_and_api_need_an_admin_account() {
+    use base64::Engine as _;
+    let dir = tempfile::tempdir().unwrap();
+    let acl = dir.path().join("acl.yml");
+    std::fs::write(
+        &acl,
+        "accounts:\n  - {accessKey: rocketmq2, secretKey: 12345678, admin: true}\n  - {accessKey: reader01, secretKey: 12345678}\n",
+    )
+    .unwrap();
+    let server = server_with(&format!(
+        "authMode=enforce\nauthConfigPath={}\n",
+        acl.display()
+    ))
+    .await;
+    let http = server.http.unwrap();
+    let basic = |ak: &str, sk: &str| {
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{ak}:{sk}"));
+        format!("Basic {token}")
+    };
+    // Probes, metrics and the address server stay open.
+    for path in ["/healthz", "/readyz", "/metrics", "/rocketmq/nsaddr"] {
+        assert_eq!(server.get(path).await.status, 200, "{path}");
+    }
+    let m = ok(&server, "/metrics").await.body;
+    assert_eq!(metrics_value(&m, "namesrv_auth_accounts"), 2.0);
+    assert!(m.contains("namesrv_auth_refused_total{reason=\"bad_signature\"} 0"));
+    // The page and the API need an admin account's keys.
+    for path in ["/", "/api/config", "/api/topics/T/route"] {
+        let refused = server.get(path).await;
+        assert_eq!(refused.status, 401, "{path}");
+        assert!(
+            refused
+                .header("www-authenticate")
+                .unwrap()
+                .starts_with("Basic")
+        );
+        for wrong in [
+            basic("rocketmq2", "wrong-secret"),
+            basic("reader01", "12345678"),
+        ] {
+            let resp = http_request_with(http, "GET", path, &[("Authorization", &wrong)]).await;
+            assert_eq!(resp.status, 401, "{path} with {wrong}");
+        }
+    }
+    let admin = basic("rocketmq2", "12345678");
+    let resp = http_request_with(http, "GET", "/api/config", &[("Authorization", &admin)]).await;
+    assert_eq!(resp.status, 200);
+    assert!(resp.body.contains("\"authMode\":\"enforce\""));
+    let page = http_request_with(http, "GET", "/", &[("Authorization", &admin)]).await;
+    assert_eq!(page.status, 200);
 }
