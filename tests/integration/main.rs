@@ -13,6 +13,7 @@ mod broker;
 mod cli;
 mod conf;
 mod crash;
+mod ext_fields;
 mod kv;
 mod nsadmin;
 mod protection;
