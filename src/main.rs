@@ -7,7 +7,7 @@ use clap::{CommandFactory, Parser};
 use namesrv::auth::Gate;
 use namesrv::cli::Args;
 use namesrv::config::{Config, Env};
-use namesrv::kv::KvStore;
+use namesrv::kv::{KvLimits, KvStore};
 use namesrv::protocol::SerializeType;
 use namesrv::server::{self, ServerConfig};
 use namesrv::state::Namesrv;
@@ -65,7 +65,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let s = &config.settings;
-        let kv = KvStore::open(&s.kv_config_path)?;
+        let kv = KvStore::open_with(&s.kv_config_path, KvLimits::from_settings(s))?;
         let listener = namesrv::server::bind(s)
             .await
             .with_context(|| format!("cannot listen on {}:{}", s.bind_address, s.listen_port))?;
@@ -78,7 +78,18 @@ fn run(args: Args) -> anyhow::Result<()> {
             serialize_type.name()
         );
         let state = Namesrv::new(config, kv);
-        server::run(listener, state, server_config, namesrv::shutdown::signal()).await?;
+        server::run(
+            listener,
+            state.clone(),
+            server_config,
+            namesrv::shutdown::signal(),
+        )
+        .await?;
+        // Leave the KV file complete, as Java's, for whatever starts next on it.
+        let kv = state.clone();
+        tokio::task::spawn_blocking(move || kv.kv().flush())
+            .await?
+            .context("cannot fold the KV journal into the KV file")?;
         tracing::info!("name server stopped");
         Ok(())
     })
