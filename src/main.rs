@@ -13,6 +13,7 @@ use namesrv::server::{self, ServerConfig};
 use namesrv::state::Namesrv;
 
 fn main() -> ExitCode {
+    return_freed_memory_to_the_system();
     let args = match Args::try_parse() {
         Ok(args) => args,
         Err(e) if e.use_stderr() => {
@@ -34,6 +35,24 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// Under load the server allocates large buffers (frames, queued responses) in bursts.
+/// glibc's malloc raises its mmap threshold the first time such a buffer is freed and from
+/// then on keeps freed large buffers in its arenas, so the process would stay at its peak
+/// size after a burst (see `maxBufferedBytes`). A fixed threshold keeps every allocation of
+/// 128 KiB or more in a mapping of its own, which is returned to the system when freed.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn return_freed_memory_to_the_system() {
+    // SAFETY: `mallopt` only sets a parameter of the allocator, and runs here before any
+    // other thread exists.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn return_freed_memory_to_the_system() {}
 
 fn serialize_type() -> anyhow::Result<SerializeType> {
     match std::env::var("ROCKETMQ_SERIALIZE_TYPE") {
