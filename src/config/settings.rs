@@ -313,6 +313,8 @@ settings! {
     "maxKvValueBytes" => max_kv_value_bytes: i64 = |_: &Env| 1024 * 1024, Extension, Restart;
     /// Most bytes the KV store holds (namespaces, keys and values together).
     "maxKvTotalBytes" => max_kv_total_bytes: i64 = |_: &Env| 64 * 1024 * 1024, Extension, Restart;
+    /// `;`-separated keys UPDATE_NAMESRV_CONFIG refuses: set in the file only (read at start).
+    "startupOnlyConfigKeys" => startup_only_config_keys: String = |_: &Env| super::guard::DEFAULT_STARTUP_ONLY_KEYS.to_owned(), Extension, Restart;
 }
 
 /// What the name server does with request signatures (`authMode`).
@@ -402,17 +404,17 @@ impl Settings {
             "expected at least 64 (fewer lets a few idle sockets lock every client out)",
         )?;
         check(
-            self.max_queued_response_bytes >= 64 * 1024,
+            self.max_queued_response_bytes >= 64 * 1024
+                && self.max_queued_response_bytes <= self.max_buffered_bytes / 2,
             "maxQueuedResponseBytes",
             self.max_queued_response_bytes.to_string(),
-            "expected at least 65536 bytes",
+            "expected between 65536 bytes and half of maxBufferedBytes",
         )?;
         check(
-            self.max_buffered_bytes >= self.frame_max_length.saturating_mul(2)
-                && self.max_buffered_bytes >= self.max_queued_response_bytes.saturating_mul(2),
+            self.max_buffered_bytes >= self.frame_max_length.saturating_mul(2),
             "maxBufferedBytes",
             self.max_buffered_bytes.to_string(),
-            "expected at least twice frameMaxLength and twice maxQueuedResponseBytes",
+            "expected at least twice frameMaxLength",
         )?;
         check(
             (1024..=i32::MAX as i64).contains(&self.max_kv_value_bytes),
