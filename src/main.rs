@@ -13,7 +13,7 @@ use namesrv::server::{self, ServerConfig};
 use namesrv::state::Namesrv;
 
 fn main() -> ExitCode {
-    return_freed_memory_to_the_system();
+    tune_malloc();
     let args = match Args::try_parse() {
         Ok(args) => args,
         Err(e) if e.use_stderr() => {
@@ -36,23 +36,47 @@ fn main() -> ExitCode {
     }
 }
 
-/// Under load the server allocates large buffers (frames, queued responses) in bursts.
-/// glibc's malloc raises its mmap threshold the first time such a buffer is freed and from
-/// then on keeps freed large buffers in its arenas, so the process would stay at its peak
-/// size after a burst (see `maxBufferedBytes`). A fixed threshold keeps every allocation of
-/// 128 KiB or more in a mapping of its own, which is returned to the system when freed.
+/// Large buffers (frames, queued responses) come and go in bursts under load. glibc's
+/// malloc by default raises its mmap and trim thresholds as it sees them, after which freed
+/// buffers stay in its arenas and the process keeps its peak size (see `maxBufferedBytes`).
+/// Fixed thresholds instead: buffers over 4 MiB get mappings of their own, returned when
+/// freed; smaller ones are reused from the arenas without trimming on every free (which
+/// would fault a registration's buffer in again each time), and [`trim_every_second`] gives
+/// what stays free back to the system.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn return_freed_memory_to_the_system() {
-    // SAFETY: `mallopt` only sets a parameter of the allocator, and runs here before any
-    // other thread exists.
+fn tune_malloc() {
+    // SAFETY: `mallopt` only sets parameters of the allocator; called before any other
+    // thread exists.
     #[allow(unsafe_code)]
     unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 4 * 1024 * 1024);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
+    }
+}
+
+/// Returns the allocator's free memory to the system once a second (on the blocking pool:
+/// it walks the free chunks under the arenas' locks).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+async fn trim_every_second() {
+    let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        // SAFETY: `malloc_trim` only returns free memory to the system; any thread may call
+        // it at any time.
+        #[allow(unsafe_code)]
+        let trim = || unsafe {
+            libc::malloc_trim(0);
+        };
+        let _ = tokio::task::spawn_blocking(trim).await;
     }
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn return_freed_memory_to_the_system() {}
+fn tune_malloc() {}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+async fn trim_every_second() {}
 
 fn serialize_type() -> anyhow::Result<SerializeType> {
     match std::env::var("ROCKETMQ_SERIALIZE_TYPE") {
@@ -97,6 +121,8 @@ fn run(args: Args) -> anyhow::Result<()> {
             serialize_type.name()
         );
         let state = Namesrv::new(config, kv);
+        // Ends with the runtime.
+        tokio::spawn(trim_every_second());
         server::run(
             listener,
             state.clone(),

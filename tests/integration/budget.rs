@@ -77,10 +77,11 @@ async fn well_behaved(mut client: TestClient, stop: Arc<AtomicBool>) -> usize {
     answered
 }
 
-/// Settles the RSS after load: the lowest of a few samples.
+/// Settles the RSS after load: the lowest of the samples over 2.5 s (the server trims its
+/// allocator once a second).
 async fn settled_rss(pid: u32) -> u64 {
     let mut low = u64::MAX;
-    for _ in 0..20 {
+    for _ in 0..50 {
         tokio::time::sleep(Duration::from_millis(50)).await;
         low = low.min(rss_bytes(pid).expect("the server is running"));
     }
