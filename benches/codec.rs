@@ -1,10 +1,11 @@
 //! Codec benchmarks: frame decoding and response encoding with JSON and binary headers, small
-//! requests and a large registration.
+//! requests and a large registration; and hostile headers of 100 k ext fields, which must be
+//! refused at once (and whose dedup is linear when built directly).
 
 use bytes::BytesMut;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use namesrv::protocol::{
-    FrameLimits, RemotingCommand, SerializeType, decode_frame, encode_frame, split_frame,
+    ExtFields, FrameLimits, RemotingCommand, SerializeType, decode_frame, encode_frame, split_frame,
 };
 
 mod support;
@@ -91,5 +92,41 @@ fn register_body(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, decode, encode, register_body);
+/// `n` distinct ext-field pairs.
+fn pairs(n: usize) -> Vec<(String, String)> {
+    (0..n)
+        .map(|i| (format!("field{i}"), "v".to_owned()))
+        .collect()
+}
+
+fn ext_fields(c: &mut Criterion) {
+    const FIELDS: usize = 100_000;
+    let mut g = c.benchmark_group("ext_fields_100k");
+    g.sample_size(20);
+    for st in [SerializeType::Json, SerializeType::RocketMq] {
+        let mut cmd = RemotingCommand::request(105, 1);
+        cmd.ext_fields = Some(ExtFields::from_pairs(pairs(FIELDS)));
+        let mut wire = BytesMut::new();
+        encode_frame(&cmd, st, &mut wire);
+        g.throughput(Throughput::Bytes(wire.len() as u64));
+        // Over the cap: the decoder stops at the first field past it.
+        g.bench_with_input(BenchmarkId::new("refused", st.name()), &wire, |b, wire| {
+            b.iter(|| {
+                let mut buf = wire.clone();
+                let frame = split_frame(&mut buf, FrameLimits::default())
+                    .unwrap()
+                    .unwrap();
+                assert!(decode_frame(frame).is_err());
+            })
+        });
+    }
+    let input = pairs(FIELDS);
+    g.throughput(Throughput::Elements(FIELDS as u64));
+    g.bench_function("from_pairs", |b| {
+        b.iter(|| ExtFields::from_pairs(input.clone()).len())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, decode, encode, register_body, ext_fields);
 criterion_main!(benches);

@@ -117,3 +117,38 @@ fn record(ctx: &Context<'_>, request_code: i32, response_code: i32, storage_fail
         metrics.write(kind, elapsed, success);
     }
 }
+
+// --- Hardening (issue 16): which requests run off the runtime's workers. ---
+
+/// What handling a request may cost, which decides where the server runs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cost {
+    /// Short and bounded: handled on the connection's task.
+    Quick,
+    /// Waits for the disk: a durable KV or configuration write.
+    Disk,
+    /// May keep a core busy: a registration body (possibly compressed) or a listing whose
+    /// size grows with the tables.
+    Cpu,
+}
+
+/// What handling `req` may cost (frames too large to decode quickly are the server's call).
+pub fn cost(req: &RemotingCommand) -> Cost {
+    if req.is_response() {
+        return Cost::Quick;
+    }
+    match req.code {
+        rc::PUT_KV_CONFIG | rc::DELETE_KV_CONFIG | rc::UPDATE_NAMESRV_CONFIG => Cost::Disk,
+        rc::REGISTER_BROKER
+        | rc::REGISTER_TOPIC_IN_NAMESRV
+        | rc::GET_KVLIST_BY_NAMESPACE
+        | rc::GET_BROKER_CLUSTER_INFO
+        | rc::GET_ALL_TOPIC_LIST_FROM_NAMESERVER
+        | rc::GET_TOPICS_BY_CLUSTER
+        | rc::GET_SYSTEM_TOPIC_LIST_FROM_NS
+        | rc::GET_UNIT_TOPIC_LIST
+        | rc::GET_HAS_UNIT_SUB_TOPIC_LIST
+        | rc::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST => Cost::Cpu,
+        _ => Cost::Quick,
+    }
+}

@@ -34,6 +34,15 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
     }
 }
 
+/// Makes the creation, renaming or removal of a file in `path`'s directory durable.
+pub fn sync_parent(path: &Path) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    sync_dir(dir)
+}
+
 /// Replaces `path` with `content` durably, keeping the old content as `<path>.bak`.
 /// Parent directories are created as needed.
 pub fn replace(path: &Path, content: &[u8]) -> io::Result<()> {

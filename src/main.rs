@@ -7,12 +7,13 @@ use clap::{CommandFactory, Parser};
 use namesrv::auth::Gate;
 use namesrv::cli::Args;
 use namesrv::config::{Config, Env};
-use namesrv::kv::KvStore;
+use namesrv::kv::{KvLimits, KvStore};
 use namesrv::protocol::SerializeType;
 use namesrv::server::{self, Listeners, ServerConfig};
 use namesrv::state::Namesrv;
 
 fn main() -> ExitCode {
+    tune_malloc();
     let args = match Args::try_parse() {
         Ok(args) => args,
         Err(e) if e.use_stderr() => {
@@ -34,6 +35,48 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// Large buffers (frames, queued responses) come and go in bursts under load. glibc's
+/// malloc by default raises its mmap and trim thresholds as it sees them, after which freed
+/// buffers stay in its arenas and the process keeps its peak size (see `maxBufferedBytes`).
+/// Fixed thresholds instead: buffers over 4 MiB get mappings of their own, returned when
+/// freed; smaller ones are reused from the arenas without trimming on every free (which
+/// would fault a registration's buffer in again each time), and [`trim_every_second`] gives
+/// what stays free back to the system.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn tune_malloc() {
+    // SAFETY: `mallopt` only sets parameters of the allocator; called before any other
+    // thread exists.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 4 * 1024 * 1024);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
+    }
+}
+
+/// Returns the allocator's free memory to the system once a second (on the blocking pool:
+/// it walks the free chunks under the arenas' locks).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+async fn trim_every_second() {
+    let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        // SAFETY: `malloc_trim` only returns free memory to the system; any thread may call
+        // it at any time.
+        #[allow(unsafe_code)]
+        let trim = || unsafe {
+            libc::malloc_trim(0);
+        };
+        let _ = tokio::task::spawn_blocking(trim).await;
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn tune_malloc() {}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+async fn trim_every_second() {}
 
 fn serialize_type() -> anyhow::Result<SerializeType> {
     match std::env::var("ROCKETMQ_SERIALIZE_TYPE") {
@@ -65,7 +108,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let s = &config.settings;
-        let kv = KvStore::open(&s.kv_config_path)?;
+        let kv = KvStore::open_with(&s.kv_config_path, KvLimits::from_settings(s))?;
         let listener = namesrv::server::bind(s)
             .await
             .with_context(|| format!("cannot listen on {}:{}", s.bind_address, s.listen_port))?;
@@ -94,7 +137,20 @@ fn run(args: Args) -> anyhow::Result<()> {
             remoting: listener,
             http,
         };
-        server::run(listeners, state, server_config, namesrv::shutdown::signal()).await?;
+        // Ends with the runtime.
+        tokio::spawn(trim_every_second());
+        server::run(
+            listeners,
+            state.clone(),
+            server_config,
+            namesrv::shutdown::signal(),
+        )
+        .await?;
+        // Leave the KV file complete, as Java's, for whatever starts next on it.
+        let kv = state.clone();
+        tokio::task::spawn_blocking(move || kv.kv().flush())
+            .await?
+            .context("cannot fold the KV journal into the KV file")?;
         tracing::info!("name server stopped");
         Ok(())
     })

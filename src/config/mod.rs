@@ -6,6 +6,7 @@
 //! (GET_NAMESRV_CONFIG, `-p`), as Java keeps a config file's extra properties. A value that
 //! does not parse is an error naming the file, the key and the value.
 
+mod guard;
 pub mod properties;
 pub mod settings;
 
@@ -53,6 +54,22 @@ pub enum UpdateError {
     /// A black-listed key was present.
     #[error("Can not update config in black list.")]
     BlackListed,
+    /// A key only the config file may set (`startupOnlyConfigKeys`).
+    #[error(
+        "{key} is set at start-up only (startupOnlyConfigKeys): change it in the config file and restart"
+    )]
+    StartupOnly {
+        /// The key.
+        key: String,
+    },
+    /// A value that parses but would break the next start or not read back as written.
+    #[error("{key}: {reason}")]
+    Refused {
+        /// The key.
+        key: String,
+        /// Why.
+        reason: String,
+    },
     /// A value does not parse or is out of range; nothing was changed.
     #[error("invalid value for {key}: {value:?} ({reason})")]
     Value {
@@ -223,6 +240,7 @@ impl Config {
         if props.iter().any(|(k, _)| self.black_list.contains(k)) {
             return Err(UpdateError::BlackListed);
         }
+        guard::check_request(self, props)?;
         let mut next = self.clone();
         let mut restart = Vec::new();
         for (key, value) in props {
@@ -258,6 +276,13 @@ impl Config {
             })?;
         *self = next;
         Ok(restart)
+    }
+
+    /// Refuses `next` (this configuration after an update) if the server could not bind the
+    /// address and port it names at its next start. Binds sockets: call it off the runtime's
+    /// workers.
+    pub fn check_startable(&self, next: &Config) -> Result<(), UpdateError> {
+        guard::check_bindable(self, next)
     }
 
     /// Writes all properties to `configStorePath`, durably (escaped so they read back

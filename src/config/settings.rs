@@ -305,6 +305,17 @@ settings! {
     /// File the audit log of admin requests is appended to; empty: the main log.
     "authAuditLog" => auth_audit_log: String = |_: &Env| String::new(), Extension, Restart;
 
+    // --- Hardening (issue 16): server-wide memory budget and KV store limits. ---
+    /// Most bytes the server buffers for all connections together (queued responses and
+    /// partial frames); over it, the heaviest connections stop being read, or are closed.
+    "maxBufferedBytes" => max_buffered_bytes: i64 = |_: &Env| 256 * 1024 * 1024, Extension, Restart;
+    /// Largest KV value PUT_KV_CONFIG accepts, in bytes.
+    "maxKvValueBytes" => max_kv_value_bytes: i64 = |_: &Env| 1024 * 1024, Extension, Restart;
+    /// Most bytes the KV store holds (namespaces, keys and values together).
+    "maxKvTotalBytes" => max_kv_total_bytes: i64 = |_: &Env| 64 * 1024 * 1024, Extension, Restart;
+    /// `;`-separated keys UPDATE_NAMESRV_CONFIG refuses: set in the file only (read at start).
+    "startupOnlyConfigKeys" => startup_only_config_keys: String = |_: &Env| super::guard::DEFAULT_STARTUP_ONLY_KEYS.to_owned(), Extension, Restart;
+
     // --- The HTTP side door (metrics, health, status page, API, address server) ---
     /// Port of the HTTP listener; 0 (the default) turns it off.
     "httpListenPort" => http_listen_port: i32 = |_: &Env| 0, Extension, Restart;
@@ -412,22 +423,41 @@ impl Settings {
             "expected a non-negative number of seconds",
         )?;
         check(
-            (1024..=i32::MAX as i64).contains(&self.frame_max_length),
+            (1024 * 1024..=i32::MAX as i64).contains(&self.frame_max_length),
             "frameMaxLength",
             self.frame_max_length.to_string(),
+            "expected between 1048576 and 2147483647 bytes (a smaller limit refuses real broker registrations)",
+        )?;
+        check(
+            self.max_connections >= 64,
+            "maxConnections",
+            self.max_connections.to_string(),
+            "expected at least 64 (fewer lets a few idle sockets lock every client out)",
+        )?;
+        check(
+            self.max_queued_response_bytes >= 64 * 1024
+                && self.max_queued_response_bytes <= self.max_buffered_bytes / 2,
+            "maxQueuedResponseBytes",
+            self.max_queued_response_bytes.to_string(),
+            "expected between 65536 bytes and half of maxBufferedBytes",
+        )?;
+        check(
+            self.max_buffered_bytes >= self.frame_max_length.saturating_mul(2),
+            "maxBufferedBytes",
+            self.max_buffered_bytes.to_string(),
+            "expected at least twice frameMaxLength",
+        )?;
+        check(
+            (1024..=i32::MAX as i64).contains(&self.max_kv_value_bytes),
+            "maxKvValueBytes",
+            self.max_kv_value_bytes.to_string(),
             "expected between 1024 and 2147483647 bytes",
         )?;
         check(
-            self.max_connections > 0,
-            "maxConnections",
-            self.max_connections.to_string(),
-            "expected a positive number",
-        )?;
-        check(
-            self.max_queued_response_bytes >= 64 * 1024,
-            "maxQueuedResponseBytes",
-            self.max_queued_response_bytes.to_string(),
-            "expected at least 65536 bytes",
+            self.max_kv_total_bytes >= self.max_kv_value_bytes,
+            "maxKvTotalBytes",
+            self.max_kv_total_bytes.to_string(),
+            "expected at least maxKvValueBytes",
         )?;
         check(
             self.shutdown_grace_period_millis >= 0,

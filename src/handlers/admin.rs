@@ -18,8 +18,10 @@ pub fn get_config(ctx: &mut Context<'_>, _req: &RemotingCommand) -> HandlerResul
     Ok(RemotingCommand::success().with_body(text.into_bytes()))
 }
 
-/// UPDATE_NAMESRV_CONFIG: refuses black-listed keys, applies the rest all-or-nothing,
-/// persists to `configStorePath` before answering, and notes keys that need a restart.
+/// UPDATE_NAMESRV_CONFIG: refuses black-listed and start-up-only keys (`NO_PERMISSION`) and
+/// anything the next start could not use (`SYSTEM_ERROR`, the remark naming the key and the
+/// reason), applies the rest all-or-nothing, persists to `configStorePath` before answering,
+/// and notes keys that need a restart. Runs off the runtime's workers (it may bind sockets).
 pub fn update_config(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let Some(body) = &req.body else {
         return Ok(RemotingCommand::success());
@@ -32,7 +34,12 @@ pub fn update_config(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerRes
         ));
     };
     let outcome = ctx.state.update_config(
-        |config| config.update(&props),
+        |config| {
+            let current = config.clone();
+            let restart = config.update(&props)?;
+            current.check_startable(config)?;
+            Ok(restart)
+        },
         |config| config.persist().map_err(UpdateError::Persist),
     );
     let restart = match outcome {
@@ -43,7 +50,15 @@ pub fn update_config(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerRes
                 "Can not update config in black list.",
             ));
         }
-        Err(e @ UpdateError::Value { .. }) => {
+        Err(e @ UpdateError::StartupOnly { .. }) => {
+            tracing::info!(reason = %e, "name server config update refused");
+            return Ok(RemotingCommand::error(
+                response::NO_PERMISSION,
+                e.to_string(),
+            ));
+        }
+        Err(e @ (UpdateError::Value { .. } | UpdateError::Refused { .. })) => {
+            tracing::info!(reason = %e, "name server config update refused");
             return Ok(RemotingCommand::error(
                 response::SYSTEM_ERROR,
                 e.to_string(),

@@ -22,6 +22,10 @@ const ZONE_NAME: &str = "__ZONE_NAME";
 /// How much larger than a frame an inflated registration body may be.
 const MAX_INFLATION: usize = 16;
 
+/// The share of `maxBufferedBytes` one inflated registration body may take: inflation runs
+/// beside the buffers the budget counts, so it is bounded by the same setting.
+const INFLATED_SHARE_OF_BUDGET: usize = 4;
+
 fn bad_body(e: impl std::fmt::Display) -> HandlerError {
     HandlerError::BadBody(format!(
         "org.apache.rocketmq.remoting.exception.RemotingCommandException: Failed to decode RegisterBrokerBody: {e}"
@@ -82,7 +86,7 @@ pub fn register(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
         conn: ctx.conn,
         version: req.version,
     };
-    let (settings, return_order_conf, max_frame) = {
+    let (settings, return_order_conf, max_inflated) = {
         let config = ctx.state.config();
         let s = &config.settings;
         (
@@ -90,7 +94,9 @@ pub fn register(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
                 delete_topic_with_broker_registration: s.delete_topic_with_broker_registration,
             },
             s.return_order_topic_config_to_broker,
-            s.frame_max_length as usize,
+            (s.frame_max_length as usize)
+                .saturating_mul(MAX_INFLATION)
+                .min(s.max_buffered_bytes as usize / INFLATED_SHARE_OF_BUDGET),
         )
     };
     let unchanged = BodyInput::Unchanged { digest };
@@ -109,7 +115,7 @@ pub fn register(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
                 let opts = DecodeOptions {
                     compressed,
                     version: req.version,
-                    max_inflated: max_frame.saturating_mul(MAX_INFLATION),
+                    max_inflated,
                 };
                 let hint = ctx.state.routes().table_hint(cluster, broker_addr);
                 RegisterBody::decode_with_hint(raw, opts, hint).map_err(bad_body)?

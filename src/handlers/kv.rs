@@ -3,17 +3,30 @@
 
 use super::{Context, Fields, HandlerResult};
 use crate::error::HandlerError;
+use crate::kv::KvError;
 use crate::protocol::code::response;
 use crate::protocol::{ExtFields, RemotingCommand};
 
-fn storage(source: std::io::Error) -> HandlerError {
-    HandlerError::Storage {
-        what: "cannot persist the KV config",
-        source,
+/// A refused change is the client's fault and answered with `SYSTEM_ERROR` and the reason; a
+/// failed write is the server's.
+fn failed(e: KvError, namespace: &str, key: &str) -> HandlerResult {
+    match e {
+        KvError::Io(source) => Err(HandlerError::Storage {
+            what: "cannot persist the KV config",
+            source,
+        }),
+        refused => {
+            tracing::info!(namespace, key, reason = %refused, "KV change refused");
+            Ok(RemotingCommand::error(
+                response::SYSTEM_ERROR,
+                format!("KV config {namespace}/{key} not stored: {refused}"),
+            ))
+        }
     }
 }
 
-/// PUT_KV_CONFIG: acknowledged only once the change is on disk.
+/// PUT_KV_CONFIG: acknowledged only once the change is on disk. Logs the value's size, not
+/// the value (it may be large, or a secret); the value itself only at trace level.
 pub fn put(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let f = Fields(req);
     let (Some(namespace), Some(key)) = (f.optional("namespace"), f.optional("key")) else {
@@ -23,8 +36,11 @@ pub fn put(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
         ));
     };
     let value = f.required("value")?;
-    ctx.state.kv().put(namespace, key, value).map_err(storage)?;
-    tracing::info!(namespace, key, value, "KV config put");
+    if let Err(e) = ctx.state.kv().put(namespace, key, value) {
+        return failed(e, namespace, key);
+    }
+    tracing::info!(namespace, key, value_bytes = value.len(), "KV config put");
+    tracing::trace!(namespace, key, value, "KV config put: value");
     Ok(RemotingCommand::success())
 }
 
@@ -52,7 +68,9 @@ pub fn delete(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let f = Fields(req);
     let namespace = f.required("namespace")?;
     let key = f.required("key")?;
-    ctx.state.kv().delete(namespace, key).map_err(storage)?;
+    if let Err(e) = ctx.state.kv().delete(namespace, key) {
+        return failed(e, namespace, key);
+    }
     tracing::info!(namespace, key, "KV config deleted");
     Ok(RemotingCommand::success())
 }

@@ -1,26 +1,36 @@
 //! The KV config store (NAMESRV.md §7): namespace → key → value, persisted to `kvConfigPath`
 //! in Java's file format so files move freely between Java and this server.
 //!
-//! Changes are durable before they are visible: each PUT or DELETE writes the whole table
-//! with [`crate::durable::replace`] and only then updates memory, so an acknowledged change
-//! survives a crash and a failed write changes nothing. Loading never silently starts empty
-//! over a damaged file: it falls back to `<file>.bak`, and refuses to start if that is
-//! unusable too.
+//! Changes are durable before they are visible: a PUT or DELETE returns once it is on disk,
+//! and only then do readers see it, so an acknowledged change survives a crash and a failed
+//! write changes nothing. Writers that arrive together share one commit (one write, one
+//! sync: [`group_commit`]). A small table is rewritten whole on each commit, as Java does; a
+//! large one ([`Tuning`]) appends the changes to a journal beside the file ([`journal`]) and
+//! folds them into the file once the journal is as large as the file, at start-up after a
+//! crash, and at shutdown ([`KvStore::flush`]) — so a stopped server leaves only Java's file.
+//! Loading never silently starts empty over a damaged file: it falls back to `<file>.bak`,
+//! and refuses to start if that is unusable too.
+//!
+//! The store blocks on disk I/O: the server calls it from the blocking pool, never from a
+//! runtime worker.
 
+mod file;
+mod group_commit;
 mod java_map;
+mod journal;
+mod load;
+mod write;
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
-use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
-
-use crate::durable;
 use crate::protocol::body::lists::kv_table;
-use crate::protocol::json::{JsonStyle, JsonWriter};
+use group_commit::GroupCommit;
 pub use java_map::JavaHashMap;
+use journal::Edit;
+pub use load::LoadError;
 
 /// The namespace whose values feed REGISTER_BROKER responses and `orderTopicConf`.
 pub const ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";
@@ -28,178 +38,109 @@ pub const ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";
 /// Java's `configTable`: namespace → key → value, each a `HashMap`.
 type Namespaces = JavaHashMap<JavaHashMap<String>>;
 
-/// Why the store could not be loaded.
+/// What the store may hold (`maxKvValueBytes`, `maxKvTotalBytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KvLimits {
+    /// The largest value, in UTF-8 bytes.
+    pub max_value_bytes: usize,
+    /// The most the table may hold: every namespace, key and value, in UTF-8 bytes.
+    pub max_total_bytes: usize,
+}
+
+impl KvLimits {
+    /// The limits `settings` configure.
+    pub fn from_settings(settings: &crate::config::Settings) -> KvLimits {
+        KvLimits {
+            max_value_bytes: settings.max_kv_value_bytes as usize,
+            max_total_bytes: settings.max_kv_total_bytes as usize,
+        }
+    }
+}
+
+impl Default for KvLimits {
+    fn default() -> Self {
+        KvLimits {
+            max_value_bytes: 1024 * 1024,
+            max_total_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+/// When the store keeps a journal instead of rewriting its file.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Tuning {
+    /// Tables holding more bytes than this are journaled.
+    pub write_through_max: usize,
+    /// The journal is folded into the file once it is larger than this and than the file.
+    pub compact_min: u64,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            write_through_max: 256 * 1024,
+            compact_min: 4 * 1024 * 1024,
+        }
+    }
+}
+
+/// Why a change was refused or failed.
 #[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    /// The file and its backup are both unusable.
-    #[error(
-        "KV config file {path} is unreadable ({reason}) and its backup {backup} cannot replace it ({backup_reason}); refusing to start rather than lose the table"
-    )]
-    Unusable {
-        /// The file.
-        path: String,
-        /// What is wrong with it.
-        reason: String,
-        /// The backup.
-        backup: String,
-        /// What is wrong with the backup.
-        backup_reason: String,
+pub enum KvError {
+    /// The value is larger than `maxKvValueBytes`.
+    #[error("the value is {len} bytes, more than maxKvValueBytes={max}")]
+    ValueTooLarge {
+        /// The value's size.
+        len: usize,
+        /// The limit.
+        max: usize,
     },
+    /// The change would take the table past `maxKvTotalBytes`.
+    #[error(
+        "the KV store is full: this change would bring it to {would} bytes, more than maxKvTotalBytes={max}"
+    )]
+    Full {
+        /// What the table would hold.
+        would: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// Writing the change to disk failed; nothing changed.
+    #[error("cannot persist the KV config: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl KvError {
+    /// Whether the client's request, not the server, is at fault.
+    pub fn is_refusal(&self) -> bool {
+        !matches!(self, KvError::Io(_))
+    }
 }
 
 /// The store.
 #[derive(Debug)]
 pub struct KvStore {
     path: PathBuf,
-    /// The table readers see. Replaced only after the new content is on disk.
+    limits: KvLimits,
+    tuning: Tuning,
+    /// The table readers see. Changed only after the change is on disk.
     table: RwLock<Namespaces>,
-    /// Serializes writers, so that disk and memory change in the same order.
-    writer: Mutex<()>,
     /// Bumped on every change; part of the route cache's stamp.
     epoch: AtomicU64,
-}
-
-/// A JSON object's members in document order (`serde_json::Map` sorts them).
-struct Ordered<V>(Vec<(String, V)>);
-
-impl<'de, V: Deserialize<'de>> Deserialize<'de> for Ordered<V> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Members<V>(std::marker::PhantomData<V>);
-        impl<'de, V: Deserialize<'de>> Visitor<'de> for Members<V> {
-            type Value = Ordered<V>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut out = Vec::new();
-                while let Some(member) = map.next_entry()? {
-                    out.push(member);
-                }
-                Ok(Ordered(out))
-            }
-        }
-        d.deserialize_map(Members(std::marker::PhantomData))
-    }
-}
-
-/// Reads `{"configTable":{ns:{k:v}}}` as Java's `KVConfigManager.load` does: fastjson fills
-/// `HashMap`s in document order, then `putAll` copies the namespaces into the live table.
-fn parse_file(bytes: &[u8]) -> Result<Namespaces, String> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err("the file is empty".into());
-    }
-    #[derive(serde::Deserialize)]
-    struct File {
-        #[serde(rename = "configTable", default)]
-        config_table: Option<Ordered<Option<Ordered<serde_json::Value>>>>,
-    }
-    let file: File = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-    let mut parsed = JavaHashMap::new();
-    for (ns, entries) in file.config_table.map_or(Vec::new(), |c| c.0) {
-        let Some(entries) = entries else { continue };
-        let mut map = JavaHashMap::new();
-        for (k, v) in entries.0 {
-            let text = match v {
-                serde_json::Value::Null => continue,
-                serde_json::Value::String(s) => s,
-                other => other.to_string(),
-            };
-            map.put(k, text);
-        }
-        parsed.put(ns, map);
-    }
-    let mut table = Namespaces::for_put_all(parsed.len());
-    for (ns, entries) in parsed.iter() {
-        table.put(ns.to_owned(), entries.clone());
-    }
-    Ok(table)
-}
-
-/// `{"configTable":{ns:{k:v}}}` in Java `HashMap` order, as `KVConfigManager.persist`.
-fn render_file(table: &Namespaces) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64);
-    let mut w = JsonWriter::new(&mut out, JsonStyle::Legacy);
-    w.raw(b"{\"configTable\":{");
-    for (i, (ns, entries)) in table.iter().enumerate() {
-        if i > 0 {
-            w.punct(b',');
-        }
-        w.str_key(ns);
-        w.punct(b'{');
-        for (j, (k, v)) in entries.iter().enumerate() {
-            if j > 0 {
-                w.punct(b',');
-            }
-            w.str_key(k);
-            w.string(v);
-        }
-        w.punct(b'}');
-    }
-    w.raw(b"}}");
-    out
-}
-
-fn read_table(path: &Path) -> Result<Option<Namespaces>, String> {
-    match std::fs::read(path) {
-        Ok(bytes) => parse_file(&bytes).map(Some),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e.to_string()),
-    }
+    commits: GroupCommit<Edit, Result<(), KvError>>,
+    /// What is on disk; held by the committing writer.
+    disk: Mutex<write::Disk>,
 }
 
 impl KvStore {
-    /// Loads the store from `path` (a missing file is an empty table).
+    /// Loads the store from `path` (a missing file is an empty table) with default limits.
     pub fn open(path: impl Into<PathBuf>) -> Result<KvStore, LoadError> {
-        let path = path.into();
-        durable::remove_stale_temp(&path);
-        let table = match read_table(&path) {
-            Ok(Some(table)) => table,
-            // Our writes never remove the file; a backup without it means the file was lost
-            // (deleted, or an interrupted older version): the backup is the best copy there is.
-            Ok(None) if durable::backup_path(&path).exists() => {
-                Self::recover(&path, "the file is missing but its backup exists".into())?
-            }
-            Ok(None) => Namespaces::new(),
-            Err(reason) => Self::recover(&path, reason)?,
-        };
-        Ok(KvStore {
-            path,
-            table: RwLock::new(table),
-            writer: Mutex::new(()),
-            epoch: AtomicU64::new(0),
-        })
+        Self::open_with(path, KvLimits::default())
     }
 
-    fn recover(path: &Path, reason: String) -> Result<Namespaces, LoadError> {
-        let backup = durable::backup_path(path);
-        let unusable = |backup_reason: String| LoadError::Unusable {
-            path: path.display().to_string(),
-            reason: reason.clone(),
-            backup: backup.display().to_string(),
-            backup_reason,
-        };
-        let table = match read_table(&backup) {
-            Ok(Some(table)) => table,
-            Ok(None) => return Err(unusable("it does not exist".into())),
-            Err(e) => return Err(unusable(e)),
-        };
-        tracing::warn!(
-            file = %path.display(),
-            %reason,
-            backup = %backup.display(),
-            "KV config file is damaged: recovered the table from its backup; the damaged file is kept as .corrupt"
-        );
-        // Keep a copy of the damaged file for the operator, then replace it atomically: until
-        // the restored file is in place, a crash leaves the damaged file and the backup as
-        // they were, and the next start recovers again.
-        let mut corrupt = path.as_os_str().to_owned();
-        corrupt.push(".corrupt");
-        if path.exists() {
-            let _ = std::fs::copy(path, PathBuf::from(corrupt));
-        }
-        durable::replace_keeping_backup(path, &render_file(&table))
-            .map_err(|e| unusable(format!("restoring it failed: {e}")))?;
-        Ok(table)
+    /// Loads the store from `path` with `limits`.
+    pub fn open_with(path: impl Into<PathBuf>, limits: KvLimits) -> Result<KvStore, LoadError> {
+        Self::open_tuned(path.into(), limits, Tuning::default())
     }
 
     /// The file the store lives in.
@@ -212,31 +153,27 @@ impl KvStore {
         self.epoch.load(Ordering::Acquire)
     }
 
-    fn change(&self, edit: impl FnOnce(&mut Namespaces)) -> std::io::Result<()> {
-        let _writer = self.writer.lock();
-        let mut next = self.table.read().clone();
-        edit(&mut next);
-        durable::replace(&self.path, &render_file(&next))?;
-        *self.table.write() = next;
-        self.epoch.fetch_add(1, Ordering::AcqRel);
-        Ok(())
-    }
-
-    /// PUT_KV_CONFIG: durable when this returns `Ok`.
-    pub fn put(&self, namespace: &str, key: &str, value: &str) -> std::io::Result<()> {
-        self.change(|t| {
-            t.get_or_put_with(namespace, JavaHashMap::new)
-                .put(key.to_owned(), value.to_owned());
+    /// PUT_KV_CONFIG: durable when this returns `Ok`. Blocks on disk I/O.
+    pub fn put(&self, namespace: &str, key: &str, value: &str) -> Result<(), KvError> {
+        if value.len() > self.limits.max_value_bytes {
+            return Err(KvError::ValueTooLarge {
+                len: value.len(),
+                max: self.limits.max_value_bytes,
+            });
+        }
+        self.submit(Edit::Put {
+            namespace: namespace.to_owned(),
+            key: key.to_owned(),
+            value: value.to_owned(),
         })
     }
 
     /// DELETE_KV_CONFIG: removes the key if present (an emptied namespace stays) and
-    /// persists in any case, as Java does.
-    pub fn delete(&self, namespace: &str, key: &str) -> std::io::Result<()> {
-        self.change(|t| {
-            if let Some(entries) = t.get_mut(namespace) {
-                entries.remove(key);
-            }
+    /// persists in any case, as Java does. Blocks on disk I/O.
+    pub fn delete(&self, namespace: &str, key: &str) -> Result<(), KvError> {
+        self.submit(Edit::Delete {
+            namespace: namespace.to_owned(),
+            key: key.to_owned(),
         })
     }
 
@@ -276,123 +213,37 @@ impl KvStore {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The bytes `maxKvTotalBytes` counts for a table: every namespace, key and value.
+fn table_bytes(table: &Namespaces) -> usize {
+    table
+        .iter()
+        .map(|(ns, e)| ns.len() + e.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>())
+        .sum()
+}
 
-    #[test]
-    fn put_get_delete_list_and_reload() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("namesrv/kvConfig.json");
-        let kv = KvStore::open(&path).unwrap();
-        assert_eq!(kv.list(ORDER_TOPIC_CONFIG), None);
-        kv.put(ORDER_TOPIC_CONFIG, "TopicA", "broker-a:4").unwrap();
-        assert_eq!(
-            std::fs::read_to_string(&path).unwrap(),
-            r#"{"configTable":{"ORDER_TOPIC_CONFIG":{"TopicA":"broker-a:4"}}}"#
-        );
-        assert_eq!(
-            kv.get(ORDER_TOPIC_CONFIG, "TopicA").as_deref(),
-            Some("broker-a:4")
-        );
-        assert_eq!(
-            kv.list(ORDER_TOPIC_CONFIG).unwrap(),
-            br#"{"table":{"TopicA":"broker-a:4"}}"#.to_vec()
-        );
-        kv.delete(ORDER_TOPIC_CONFIG, "TopicA").unwrap();
-        assert_eq!(
-            kv.list(ORDER_TOPIC_CONFIG).unwrap(),
-            br#"{"table":{}}"#.to_vec()
-        );
-        kv.delete("nope", "x").unwrap();
-        kv.put("ns", "k", "v").unwrap();
-        let again = KvStore::open(&path).unwrap();
-        assert_eq!(again.snapshot(), kv.snapshot());
-        assert!(kv.epoch() >= 4);
-    }
-
-    #[test]
-    fn java_files_load_and_odd_shapes_are_tolerated() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("kv.json");
-        std::fs::write(
-            &path,
-            r#"{"configTable":{"a":{"x":"1","n":2,"z":null},"b":null}}"#,
-        )
-        .unwrap();
-        let kv = KvStore::open(&path).unwrap();
-        assert_eq!(kv.get("a", "n").as_deref(), Some("2"));
-        assert_eq!(kv.get("a", "z"), None);
-        std::fs::write(&path, "{}").unwrap();
-        assert!(KvStore::open(&path).unwrap().snapshot().is_empty());
-    }
-
-    #[test]
-    fn orders_follow_javas_hash_maps_across_puts_deletes_and_restarts() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("kv.json");
-        let kv = KvStore::open(&path).unwrap();
-        // "Aa" and "BB" share a bucket: insertion order, whatever our own maps do.
-        kv.put("B", "BB", "1").unwrap();
-        kv.put("B", "Aa", "2").unwrap();
-        assert_eq!(kv.list("B").unwrap(), br#"{"table":{"BB":"1","Aa":"2"}}"#);
-        // Namespaces "B" then "5" live in a 16-bucket table: B (bucket 2) before 5 (bucket 5).
-        kv.put("5", "k", "v").unwrap();
-        let file = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(
-            file,
-            r#"{"configTable":{"B":{"BB":"1","Aa":"2"},"5":{"k":"v"}}}"#
-        );
-        // After a restart Java copies the loaded namespaces into a table sized for them
-        // (4 buckets for 2): now 5 (bucket 1) comes before B (bucket 2). Keys keep the
-        // file's order within a bucket.
-        let again = KvStore::open(&path).unwrap();
-        again.put("5", "k", "w").unwrap();
-        let file = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(
-            file,
-            r#"{"configTable":{"5":{"k":"w"},"B":{"BB":"1","Aa":"2"}}}"#
-        );
-    }
-
-    #[test]
-    fn a_damaged_file_falls_back_to_the_backup_or_refuses_to_start() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("kv.json");
-        let kv = KvStore::open(&path).unwrap();
-        kv.put("ns", "a", "1").unwrap();
-        kv.put("ns", "b", "2").unwrap();
-        // Truncate the current file: the backup holds the table before the last put.
-        std::fs::write(&path, r#"{"configTable":{"ns":{"a":"1","#).unwrap();
-        let recovered = KvStore::open(&path).unwrap();
-        assert_eq!(recovered.get("ns", "a").as_deref(), Some("1"));
-        assert_eq!(recovered.get("ns", "b"), None);
-        assert!(dir.path().join("kv.json.corrupt").exists());
-        // The restored file loads on its own now.
-        assert_eq!(
-            KvStore::open(&path).unwrap().get("ns", "a").as_deref(),
-            Some("1")
-        );
-        std::fs::write(&path, "").unwrap();
-        std::fs::write(durable::backup_path(&path), "garbage").unwrap();
-        let err = KvStore::open(&path).unwrap_err().to_string();
-        assert!(
-            err.contains("kv.json") && err.contains("refusing to start"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn a_failed_write_changes_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        // A directory where the file should be makes every write fail.
-        let path = dir.path().join("kv.json");
-        let kv = KvStore::open(&path).unwrap();
-        std::fs::create_dir_all(durable::temp_path(&path)).unwrap();
-        assert!(kv.put("ns", "a", "1").is_err());
-        assert_eq!(kv.get("ns", "a"), None);
+/// Applies one change to a table.
+fn apply(table: &mut Namespaces, edit: &Edit) {
+    match edit {
+        Edit::Put {
+            namespace,
+            key,
+            value,
+        } => table
+            .get_or_put_with(namespace, JavaHashMap::new)
+            .put(key.clone(), value.clone()),
+        Edit::Delete { namespace, key } => {
+            if let Some(entries) = table.get_mut(namespace) {
+                entries.remove(key);
+            }
+        }
     }
 }
 
 #[cfg(test)]
+mod tests;
+
+#[cfg(test)]
 mod model_tests;
+
+#[cfg(test)]
+mod journal_tests;

@@ -5,11 +5,19 @@ use bytes::Bytes;
 
 use super::code::{FLAG_ONEWAY, FLAG_RESPONSE, LanguageCode, version};
 
+/// The most ext fields a request header may carry, counting every entry as sent (repeated and
+/// null ones included). A header with more is malformed: the connection closes without a
+/// reply, as Java closes it for a header it cannot decode. Real requests carry a few dozen at
+/// most (a signed request adds half a dozen); the cap keeps a hostile header's cost small.
+pub const MAX_EXT_FIELDS: usize = 1024;
+
 /// A command's `extFields`: the "custom header" as ordered string pairs.
 ///
 /// Order is kept as received (requests) or as built (responses); lookups are linear because a
-/// command carries a handful of fields. A field whose value was JSON `null` or an empty binary
-/// string is dropped at decode time, since Java treats it exactly like an absent field.
+/// command carries a handful of fields ([`MAX_EXT_FIELDS`] at most when decoded), and building
+/// from many pairs ([`ExtFields::from_pairs`]) is linear too. A field whose value was JSON
+/// `null` or an empty binary string is dropped at decode time, since Java treats it exactly
+/// like an absent field.
 #[derive(Debug, Clone, Default)]
 pub struct ExtFields(Vec<(String, String)>);
 
@@ -34,6 +42,30 @@ impl ExtFields {
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
+    }
+
+    /// Fields from pairs in order: a repeated key keeps the place of its first occurrence and
+    /// the value of its last, as [`ExtFields::insert`] would leave them, in linear time.
+    pub fn from_pairs(pairs: Vec<(String, String)>) -> Self {
+        // Small sets (every real request) are checked pairwise; large ones through an index.
+        let mut fields = ExtFields(Vec::with_capacity(pairs.len()));
+        if pairs.len() <= 16 {
+            for (k, v) in pairs {
+                fields.insert(k, v);
+            }
+            return fields;
+        }
+        let mut index = std::collections::HashMap::with_capacity(pairs.len());
+        for (key, value) in pairs {
+            match index.get(&key) {
+                Some(&at) => fields.0[at] = (key, value),
+                None => {
+                    index.insert(key.clone(), fields.0.len());
+                    fields.0.push((key, value));
+                }
+            }
+        }
+        fields
     }
 
     /// Sets `key` to `value`, replacing an earlier value of the same key.
@@ -64,11 +96,11 @@ impl ExtFields {
 
 impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for ExtFields {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        let mut fields = ExtFields::new();
-        for (k, v) in iter {
-            fields.insert(k, v);
-        }
-        fields
+        ExtFields::from_pairs(
+            iter.into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        )
     }
 }
 
@@ -181,6 +213,18 @@ mod tests {
         assert_eq!(pairs, vec![("b", "3"), ("a", "2")]);
         assert_eq!(f.get("a"), Some("2"));
         assert_eq!(f.get("c"), None);
+    }
+
+    #[test]
+    fn from_pairs_dedups_large_sets_like_insert() {
+        let pairs: Vec<(String, String)> = (0..100_000)
+            .map(|i| (format!("k{}", i % 60_000), i.to_string()))
+            .collect();
+        let f = ExtFields::from_pairs(pairs);
+        assert_eq!(f.len(), 60_000);
+        let first: Vec<_> = f.iter().take(2).collect();
+        assert_eq!(first, vec![("k0", "60000"), ("k1", "60001")]);
+        assert_eq!(f.get("k59999"), Some("59999"));
     }
 
     #[test]

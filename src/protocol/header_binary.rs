@@ -12,7 +12,7 @@
 use bytes::{Buf, BufMut};
 
 use super::code::LanguageCode;
-use super::command::{ExtFields, RemotingCommand};
+use super::command::{ExtFields, MAX_EXT_FIELDS, RemotingCommand};
 
 /// Why a binary header could not be read.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -31,6 +31,9 @@ pub enum BinaryHeaderError {
         /// The declared length.
         len: i64,
     },
+    /// The ext-fields block holds more than [`MAX_EXT_FIELDS`] entries.
+    #[error("binary header has more than {MAX_EXT_FIELDS} ext fields")]
+    TooManyExtFields,
     /// Bytes remained after the ext-fields block.
     #[error("binary header has {0} trailing bytes")]
     Trailing(usize),
@@ -81,8 +84,13 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand> {
     let ext_fields = if ext_len == 0 {
         None
     } else {
-        let mut fields = ExtFields::new();
+        let mut pairs = Vec::new();
+        let mut entries = 0usize;
         while !ext.is_empty() {
+            entries += 1;
+            if entries > MAX_EXT_FIELDS {
+                return Err(BinaryHeaderError::TooManyExtFields);
+            }
             need(ext, 2, "ext key length")?;
             let key_len = ext.get_i16() as i64;
             let key = take_text(&mut ext, key_len, "ext key")?;
@@ -90,10 +98,10 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand> {
             let val_len = ext.get_i32() as i64;
             let value = take_text(&mut ext, val_len, "ext value")?;
             if let (Some(k), Some(v)) = (key, value) {
-                fields.insert(k, v);
+                pairs.push((k, v));
             }
         }
-        Some(fields)
+        Some(ExtFields::from_pairs(pairs))
     };
     Ok(RemotingCommand {
         code,
@@ -174,6 +182,36 @@ mod tests {
         let ext = back.ext_fields.unwrap();
         assert_eq!(ext.len(), 1);
         assert_eq!(ext.get("a"), Some("b"));
+    }
+
+    /// A binary header of a route request with `n` ext-field entries, `distinct` different keys.
+    pub(crate) fn many_fields(n: usize, distinct: usize) -> Vec<u8> {
+        let mut cmd = ROUTE_REQUEST[..17].to_vec();
+        let mut ext = Vec::new();
+        for i in 0..n {
+            let key = format!("f{}", i % distinct);
+            ext.put_i16(key.len() as i16);
+            ext.put_slice(key.as_bytes());
+            ext.put_i32(1);
+            ext.put_u8(b'v');
+        }
+        cmd.put_i32(ext.len() as i32);
+        cmd.extend_from_slice(&ext);
+        cmd
+    }
+
+    #[test]
+    fn ext_fields_are_capped_counting_every_entry() {
+        let ok = decode(&many_fields(MAX_EXT_FIELDS, 7)).unwrap();
+        assert_eq!(ok.ext_fields.unwrap().len(), 7);
+        assert_eq!(
+            decode(&many_fields(MAX_EXT_FIELDS + 1, MAX_EXT_FIELDS + 1)),
+            Err(BinaryHeaderError::TooManyExtFields)
+        );
+        assert_eq!(
+            decode(&many_fields(100_000, 100_000)),
+            Err(BinaryHeaderError::TooManyExtFields)
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use serde::Deserializer;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
 use super::code::LanguageCode;
-use super::command::{ExtFields, RemotingCommand};
+use super::command::{ExtFields, MAX_EXT_FIELDS, RemotingCommand};
 use super::java_hash::{Table, sort_strings_by_java_order};
 use super::json::{JsonStyle, JsonWriter};
 
@@ -206,7 +206,8 @@ impl<'de> Visitor<'de> for LenientText {
     }
 }
 
-/// `extFields`: an object (or null) whose values are read with [`LenientText`].
+/// `extFields`: an object (or null) whose values are read with [`LenientText`], of at most
+/// [`MAX_EXT_FIELDS`] entries.
 struct LenientExtFields;
 
 impl<'de> DeserializeSeed<'de> for LenientExtFields {
@@ -225,13 +226,20 @@ impl<'de> Visitor<'de> for LenientExtFields {
         Ok(None)
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut fields = ExtFields::new();
+        let mut pairs = Vec::new();
+        let mut entries = 0usize;
         while let Some(key) = map.next_key::<String>()? {
+            entries += 1;
+            if entries > MAX_EXT_FIELDS {
+                return Err(de::Error::custom(format!(
+                    "more than {MAX_EXT_FIELDS} ext fields"
+                )));
+            }
             if let Some(value) = map.next_value_seed(LenientText)? {
-                fields.insert(key, value);
+                pairs.push((key, value));
             }
         }
-        Ok(Some(fields))
+        Ok(Some(ExtFields::from_pairs(pairs)))
     }
 }
 
@@ -284,6 +292,29 @@ mod tests {
             Some(LanguageCode::Rust)
         );
         assert_eq!(decode(br#"{"extFields":null}"#).unwrap().ext_fields, None);
+    }
+
+    /// A header's ext fields as JSON: `n` entries, `distinct` different keys.
+    pub(crate) fn many_fields(n: usize, distinct: usize) -> Vec<u8> {
+        let mut h = br#"{"code":105,"extFields":{"#.to_vec();
+        for i in 0..n {
+            if i > 0 {
+                h.push(b',');
+            }
+            h.extend_from_slice(format!(r#""f{}":"v""#, i % distinct).as_bytes());
+        }
+        h.extend_from_slice(br#"},"flag":0,"opaque":1}"#);
+        h
+    }
+
+    #[test]
+    fn ext_fields_are_capped_counting_every_entry() {
+        let ok = decode(&many_fields(MAX_EXT_FIELDS, MAX_EXT_FIELDS)).unwrap();
+        assert_eq!(ok.ext_fields.unwrap().len(), MAX_EXT_FIELDS);
+        for (n, distinct) in [(MAX_EXT_FIELDS + 1, MAX_EXT_FIELDS + 1), (100_000, 3)] {
+            let err = decode(&many_fields(n, distinct)).unwrap_err().to_string();
+            assert!(err.contains("more than 1024 ext fields"), "{err}");
+        }
     }
 
     #[test]

@@ -1,58 +1,82 @@
-//! One client connection: read frames, dispatch each, write responses in order.
+//! One client connection: read frames, handle each, write responses in order.
 //!
-//! Requests are handled in arrival order on the connection's task, and all responses to the
-//! requests that arrived together are written together. The connection stops reading while
-//! more than `max_queued_response_bytes` are waiting to be written, so a peer that never
-//! reads cannot grow the server's memory. A malformed frame closes the connection without a
-//! reply; so does the idle timeout. When the connection ends, brokers it registered are
-//! unregistered at once.
+//! Requests are handled in arrival order, and all responses to the requests that arrived
+//! together are written together. Quick requests are handled on the connection's task; a
+//! request that may wait for the disk or keep a core busy, and any frame too large to decode
+//! at once, runs on the blocking pool ([`super::offload`]) while the task waits, so other
+//! connections are never held up by it.
+//!
+//! Every byte the connection buffers (a partial frame, the frame being handled, responses
+//! not yet written) is reported to the server-wide budget ([`super::budget`]). The
+//! connection stops handling requests while more than `max_queued_response_bytes` — or,
+//! when the budget is under pressure, more than its share — wait to be written, so a peer
+//! that never reads cannot grow the server's memory; and it ends at once if the budget
+//! closes it. A malformed frame closes the connection without a reply; so does the idle
+//! timeout. When the connection ends, brokers it registered are unregistered at once.
+//!
+//! The socket is used only through [`Conn::read_some`] and [`Conn::write_or_idle`], so another
+//! byte stream can replace it without touching the rest.
 
+use std::convert::Infallible;
 use std::net::SocketAddr;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 
-use super::ServerConfig;
-use crate::dispatch::dispatch;
+use super::Server;
+use super::budget::Holding;
+use super::offload::Lane;
+use crate::auth::Gate;
+use crate::dispatch::{Cost, cost, dispatch};
 use crate::handlers::Context;
-use crate::protocol::{DecodeError, decode_frame, encode_frame, split_frame};
+use crate::protocol::{DecodeError, RemotingCommand, decode_frame, encode_frame, split_frame};
 use crate::state::{ConnId, Namesrv};
 
 /// Read buffer size of a connection. Small: most requests are a few hundred bytes; a large
 /// frame grows the buffer to its size (see `split_frame`).
 const READ_CHUNK: usize = 4 * 1024;
 
+/// Frames larger than this are decoded and handled on the blocking pool.
+const INLINE_FRAME_MAX: usize = 64 * 1024;
+
 /// Why a connection ended.
 enum End {
     Eof,
     Idle,
     Cancelled,
+    /// Closed by the buffer budget.
+    Evicted,
     Io(std::io::Error),
     Malformed(DecodeError),
 }
 
 struct Conn<'a> {
     state: Namesrv,
-    config: &'a ServerConfig,
+    server: &'a Server,
     conn: ConnId,
     peer: SocketAddr,
     registered_broker: bool,
     /// Close after this long without a read or a write; `None` never. Read from the live
     /// configuration when the connection is accepted, as Java sets up each channel.
     idle: Option<std::time::Duration>,
+    /// This connection's share of the buffer budget.
+    holding: Holding,
+    /// Size of the frame being handled, which is no longer in the read buffer.
+    in_flight: usize,
 }
 
-/// Serves one connection until it closes, fails, idles out or `cancel` fires.
+/// Serves one connection until it closes, fails, idles out, is closed for the buffer
+/// budget, or `cancel` fires.
 pub(super) async fn serve(
     stream: TcpStream,
     peer: SocketAddr,
     conn: ConnId,
     state: Namesrv,
-    config: &ServerConfig,
+    server: &Server,
     cancel: CancellationToken,
 ) {
     let _ = stream.set_nodelay(true);
@@ -60,18 +84,22 @@ pub(super) async fn serve(
     let idle_seconds = state.config().settings.server_channel_max_idle_time_seconds;
     let mut c = Conn {
         state,
-        config,
+        server,
         conn,
         peer,
         registered_broker: false,
         idle: (idle_seconds > 0).then(|| std::time::Duration::from_secs(idle_seconds as u64)),
+        holding: server.budget.open(conn, peer),
+        in_flight: 0,
     };
-    let end = c.run(&mut reader, &mut writer, &cancel).await;
+    let Err(end) = c.run(&mut reader, &mut writer, &cancel).await;
     match &end {
         End::Malformed(e) => {
             tracing::warn!(%peer, error = %e, "malformed frame: closing the connection")
         }
         End::Idle => tracing::info!(%peer, "connection idle: closing it"),
+        // The budget logs its closings (rate-limited).
+        End::Evicted => tracing::debug!(%peer, "connection closed for the buffer budget"),
         End::Io(e) => tracing::debug!(%peer, error = %e, "connection error"),
         End::Eof | End::Cancelled => tracing::debug!(%peer, "connection closed"),
     }
@@ -88,10 +116,10 @@ pub(super) async fn serve(
 impl Conn<'_> {
     async fn run(
         &mut self,
-        reader: &mut tokio::net::tcp::OwnedReadHalf,
+        reader: &mut OwnedReadHalf,
         writer: &mut OwnedWriteHalf,
         cancel: &CancellationToken,
-    ) -> End {
+    ) -> Result<Infallible, End> {
         // Both buffers are released whenever they are empty, so a connection waiting for its
         // next request holds no buffer at all: ten thousand polling clients cost only their
         // sockets and tasks. A large frame's buffer is freed as soon as it has been handled.
@@ -111,18 +139,18 @@ impl Conn<'_> {
             let written = match output.is_empty() {
                 true => Ok(()),
                 false => {
-                    write_or_idle(writer, &mut output, sleep.as_mut(), idle, &self.state).await
+                    self.write_or_idle(writer, &mut output, sleep.as_mut())
+                        .await
                 }
             };
-            if let Err(e) = handled.and(written) {
-                return e;
-            }
+            handled.and(written)?;
             output = BytesMut::new();
             if input.is_empty() {
                 input = BytesMut::new();
             }
+            self.report(&input, &output)?;
             if draining {
-                return End::Cancelled;
+                return Err(End::Cancelled);
             }
             if cancel.is_cancelled() {
                 drain(reader, &mut input);
@@ -135,28 +163,43 @@ impl Conn<'_> {
                     drain(reader, &mut input);
                     draining = true;
                 }
+                _ = self.holding.closed() => return Err(End::Evicted),
                 // Wait for bytes before taking a buffer for them.
                 ready = reader.readable() => {
-                    if let Err(e) = ready {
-                        return End::Io(e);
-                    }
-                    if input.capacity() - input.len() < READ_CHUNK {
-                        input.reserve(READ_CHUNK);
-                    }
-                    match reader.try_read_buf(&mut input) {
-                        Ok(0) => return End::Eof,
-                        Ok(n) => {
-                            self.state.metrics().received(n);
-                            if let Some(d) = idle {
-                                sleep.as_mut().reset(Instant::now() + d);
-                            }
-                        }
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                        Err(e) => return End::Io(e),
+                    ready.map_err(End::Io)?;
+                    if self.read_some(reader, &mut input)?
+                        && let Some(d) = idle
+                    {
+                        sleep.as_mut().reset(Instant::now() + d);
                     }
                 }
-                _ = &mut sleep => return End::Idle,
+                _ = &mut sleep => return Err(End::Idle),
             }
+        }
+    }
+
+    /// Reads what the socket has without waiting; `true` if bytes arrived.
+    fn read_some(&self, reader: &mut OwnedReadHalf, input: &mut BytesMut) -> Result<bool, End> {
+        if input.capacity() - input.len() < READ_CHUNK {
+            input.reserve(READ_CHUNK);
+        }
+        match reader.try_read_buf(input) {
+            Ok(0) => Err(End::Eof),
+            Ok(n) => {
+                self.state.metrics().received(n);
+                Ok(true)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(false),
+            Err(e) => Err(End::Io(e)),
+        }
+    }
+
+    /// Reports the bytes the connection holds to the budget; `Evicted` if it closed us.
+    fn report(&self, input: &BytesMut, output: &BytesMut) -> Result<(), End> {
+        let held = input.capacity() + self.in_flight + output.capacity();
+        match self.holding.report(held) {
+            true => Ok(()),
+            false => Err(End::Evicted),
         }
     }
 
@@ -168,30 +211,133 @@ impl Conn<'_> {
         writer: &mut OwnedWriteHalf,
         mut sleep: std::pin::Pin<&mut Sleep>,
     ) -> Result<(), End> {
-        while let Some(frame) =
-            split_frame(input, self.config.frame_limits).map_err(End::Malformed)?
-        {
-            let (request, _) = decode_frame(frame).map_err(End::Malformed)?;
-            let mut ctx = Context::new(&self.state, self.conn, self.peer, Instant::now());
-            let response = dispatch(&mut ctx, &request, &self.config.auth);
-            if ctx.registered_broker && !self.registered_broker {
-                tracing::debug!(peer = %self.peer, conn = ?self.conn, "connection now carries a broker");
-                self.registered_broker = true;
+        let config = &self.server.config;
+        let mut handled_any = false;
+        while let Some(frame) = split_frame(input, config.frame_limits).map_err(End::Malformed)? {
+            handled_any = true;
+            self.in_flight = frame.len();
+            self.report(input, output)?;
+            let response = self.handle(frame).await;
+            self.in_flight = 0;
+            if let Some(response) = response? {
+                encode_frame(&response, config.serialize_type, output);
             }
-            if let Some(response) = response {
-                encode_frame(&response, self.config.serialize_type, output);
-                if output.len() >= self.config.max_queued_response_bytes {
-                    write_or_idle(writer, output, sleep.as_mut(), self.idle, &self.state).await?;
+            self.report(input, output)?;
+            if output.len() >= config.max_queued_response_bytes
+                || (!output.is_empty() && self.holding.over_share())
+            {
+                // Stop handling until the peer has read what is queued.
+                self.write_or_idle(writer, output, sleep.as_mut()).await?;
+                *output = BytesMut::new();
+                self.report(input, output)?;
+            }
+        }
+        if handled_any && !input.is_empty() {
+            // The frames split off shared the buffer's allocation: keep only the rest, so that
+            // the bytes reported are the bytes held once those frames are gone.
+            *input = BytesMut::from(&input[..]);
+        }
+        // A partial frame may have reserved room for all of itself.
+        self.report(input, output)
+    }
+
+    /// Decodes and handles one frame, on the blocking pool when it may take long.
+    async fn handle(&mut self, frame: Bytes) -> Result<Option<RemotingCommand>, End> {
+        let (served, registered) = if frame.len() > INLINE_FRAME_MAX {
+            let (state, conn, peer) = (self.state.clone(), self.conn, self.peer);
+            let auth = self.server.config.auth.clone();
+            self.offloaded(Lane::Cpu, move |now| {
+                let (request, _) = decode_frame(frame)?;
+                Ok(handle_request(&state, (conn, peer, &auth), now, &request))
+            })
+            .await?
+            .map_err(End::Malformed)?
+        } else {
+            let (request, _) = decode_frame(frame).map_err(End::Malformed)?;
+            let lane = match cost(&request) {
+                Cost::Quick => None,
+                Cost::Disk => Some(Lane::Disk),
+                Cost::Cpu => Some(Lane::Cpu),
+            };
+            match lane {
+                None => {
+                    let who = (self.conn, self.peer, &self.server.config.auth);
+                    handle_request(&self.state, who, Instant::now(), &request)
                 }
+                Some(lane) => {
+                    let (state, conn, peer) = (self.state.clone(), self.conn, self.peer);
+                    let auth = self.server.config.auth.clone();
+                    self.offloaded(lane, move |now| {
+                        handle_request(&state, (conn, peer, &auth), now, &request)
+                    })
+                    .await?
+                }
+            }
+        };
+        if registered && !self.registered_broker {
+            tracing::debug!(peer = %self.peer, conn = ?self.conn, "connection now carries a broker");
+            self.registered_broker = true;
+        }
+        Ok(served)
+    }
+
+    /// Runs `job` in `lane` of the blocking pool, unless the budget closes the connection
+    /// first: its buffers are then freed at once, not after its turn in the lane.
+    async fn offloaded<T: Send + 'static>(
+        &self,
+        lane: Lane,
+        job: impl FnOnce(Instant) -> T + Send + 'static,
+    ) -> Result<T, End> {
+        tokio::select! {
+            done = self.server.offload.run(lane, job) => done.ok_or(End::Cancelled),
+            _ = self.holding.closed() => Err(End::Evicted),
+        }
+    }
+
+    /// Writes all of `output`, giving up if the peer reads nothing for the idle timeout or
+    /// the buffer budget closes the connection.
+    async fn write_or_idle(
+        &self,
+        writer: &mut OwnedWriteHalf,
+        output: &mut BytesMut,
+        mut sleep: std::pin::Pin<&mut Sleep>,
+    ) -> Result<(), End> {
+        while !output.is_empty() {
+            tokio::select! {
+                written = writer.write_buf(output) => match written {
+                    Ok(0) => return Err(End::Eof),
+                    Ok(n) => {
+                        self.state.metrics().sent(n);
+                        if let Some(d) = self.idle {
+                            sleep.as_mut().reset(Instant::now() + d);
+                        }
+                    }
+                    Err(e) => return Err(End::Io(e)),
+                },
+                _ = self.holding.closed() => return Err(End::Evicted),
+                _ = &mut sleep => return Err(End::Idle),
             }
         }
         Ok(())
     }
 }
 
+/// Handles one request: its response (if any), and whether it registered a broker on the
+/// connection.
+fn handle_request(
+    state: &Namesrv,
+    (conn, peer, auth): (ConnId, SocketAddr, &Gate),
+    now: Instant,
+    request: &RemotingCommand,
+) -> (Option<RemotingCommand>, bool) {
+    let mut ctx = Context::new(state, conn, peer, now);
+    let response = dispatch(&mut ctx, request, auth);
+    (response, ctx.registered_broker)
+}
+
 /// Reads whatever the peer already sent, without waiting for more (and at most a few
 /// megabytes, so a peer that keeps sending cannot hold shutdown up).
-fn drain(reader: &mut tokio::net::tcp::OwnedReadHalf, input: &mut BytesMut) {
+fn drain(reader: &mut OwnedReadHalf, input: &mut BytesMut) {
     const DRAIN_LIMIT: usize = 8 * 1024 * 1024;
     while input.len() < DRAIN_LIMIT {
         input.reserve(READ_CHUNK);
@@ -200,30 +346,4 @@ fn drain(reader: &mut tokio::net::tcp::OwnedReadHalf, input: &mut BytesMut) {
             _ => return,
         }
     }
-}
-
-/// Writes all of `output`, giving up if the peer reads nothing for the idle timeout.
-async fn write_or_idle(
-    writer: &mut OwnedWriteHalf,
-    output: &mut BytesMut,
-    mut sleep: std::pin::Pin<&mut Sleep>,
-    idle: Option<std::time::Duration>,
-    state: &Namesrv,
-) -> Result<(), End> {
-    while !output.is_empty() {
-        tokio::select! {
-            written = writer.write_buf(output) => match written {
-                Ok(0) => return Err(End::Eof),
-                Ok(n) => {
-                    state.metrics().sent(n);
-                    if let Some(d) = idle {
-                        sleep.as_mut().reset(Instant::now() + d);
-                    }
-                }
-                Err(e) => return Err(End::Io(e)),
-            },
-            _ = &mut sleep => return Err(End::Idle),
-        }
-    }
-    Ok(())
 }

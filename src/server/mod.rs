@@ -5,7 +5,10 @@
 //! fires. [`run`] returns after the shutdown future completes and the tasks have drained, or
 //! after the grace period, whichever is first.
 
+mod budget;
 mod connection;
+mod log_limit;
+mod offload;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -15,7 +18,6 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -25,6 +27,7 @@ use crate::metrics::Refusal;
 use crate::protocol::{FrameLimits, SerializeType};
 use crate::reload::Reload;
 use crate::state::{ConnId, Namesrv, housekeeping};
+use log_limit::LogLimit;
 
 /// Server behaviour fixed at start-up.
 #[derive(Debug, Clone)]
@@ -35,6 +38,8 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// Most response bytes buffered for one connection before it stops being read.
     pub max_queued_response_bytes: usize,
+    /// Most bytes buffered for all connections together (`maxBufferedBytes`).
+    pub max_buffered_bytes: usize,
     /// How long shutdown waits for connections to finish their requests.
     pub grace_period: Duration,
     /// Period of the broker-expiry scan.
@@ -58,6 +63,7 @@ impl ServerConfig {
             },
             max_connections: s.max_connections as usize,
             max_queued_response_bytes: s.max_queued_response_bytes as usize,
+            max_buffered_bytes: s.max_buffered_bytes as usize,
             grace_period: Duration::from_millis(s.shutdown_grace_period_millis as u64),
             scan_interval: Duration::from_millis(s.scan_not_active_broker_interval as u64),
             serialize_type,
@@ -85,6 +91,14 @@ impl From<TcpListener> for Listeners {
     }
 }
 
+/// What every connection task shares: the configuration, the buffer budget and the lanes of
+/// the blocking pool.
+struct Server {
+    config: ServerConfig,
+    budget: Arc<budget::Budget>,
+    offload: offload::Offload,
+}
+
 /// Open connections, so that the expiry scan can close a broker's connection.
 #[derive(Default)]
 struct Connections(Mutex<HashMap<ConnId, CancellationToken>>);
@@ -94,30 +108,6 @@ impl Connections {
         if let Some(token) = self.0.lock().get(&conn) {
             token.cancel();
         }
-    }
-}
-
-/// Logs refused connections at most once per interval, with a count.
-struct RefusalLog {
-    last: Option<Instant>,
-    suppressed: u64,
-}
-
-impl RefusalLog {
-    const INTERVAL: Duration = Duration::from_secs(10);
-
-    fn refused(&mut self, limit: usize, peer: std::net::SocketAddr) {
-        let now = Instant::now();
-        if self
-            .last
-            .is_some_and(|t| now.duration_since(t) < Self::INTERVAL)
-        {
-            self.suppressed += 1;
-            return;
-        }
-        tracing::warn!(%peer, limit, refused_since_last_report = self.suppressed, "connection limit reached: refusing connections");
-        self.last = Some(now);
-        self.suppressed = 0;
     }
 }
 
@@ -136,7 +126,12 @@ pub async fn run(
     let cancel = CancellationToken::new();
     let tracker = TaskTracker::new();
     let connections = Arc::new(Connections::default());
-    let config = Arc::new(config);
+    let server = Arc::new(Server {
+        budget: budget::Budget::new(config.max_buffered_bytes),
+        offload: offload::Offload::new(),
+        config,
+    });
+    let config = &server.config;
     {
         let connections = connections.clone();
         tracker.spawn(housekeeping::run(
@@ -184,10 +179,7 @@ pub async fn run(
             drained,
         ));
     }
-    let mut refusals = RefusalLog {
-        last: None,
-        suppressed: 0,
-    };
+    let mut refusals = LogLimit::new(Duration::from_secs(10));
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -203,7 +195,9 @@ pub async fn run(
                     }
                 };
                 let Ok(permit) = limit.clone().try_acquire_owned() else {
-                    refusals.refused(config.max_connections, peer);
+                    if let Some(suppressed) = refusals.ready() {
+                        tracing::warn!(%peer, limit = config.max_connections, refused_since_last_report = suppressed, "connection limit reached: refusing connections");
+                    }
                     state.metrics().refused(Refusal::MaxConnections);
                     drop(stream);
                     continue;
@@ -212,9 +206,9 @@ pub async fn run(
                 let conn = state.next_conn_id();
                 let token = cancel.child_token();
                 connections.0.lock().insert(conn, token.clone());
-                let (state, config, connections) = (state.clone(), config.clone(), connections.clone());
+                let (state, server, connections) = (state.clone(), server.clone(), connections.clone());
                 tracker.spawn(async move {
-                    connection::serve(stream, peer, conn, state, &config, token).await;
+                    connection::serve(stream, peer, conn, state, &server, token).await;
                     connections.0.lock().remove(&conn);
                     drop((permit, open));
                 });

@@ -24,12 +24,8 @@
 //! number of kill rounds (or attempts) per test.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::thread::JoinHandle;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
@@ -39,11 +35,8 @@ use namesrv::protocol::encode_frame;
 use tokio::io::AsyncWriteExt;
 
 use crate::harness::{TestClient, body_text};
+use crate::process::{PATIENCE, Server, Started, tail};
 
-const BIN: &str = env!("CARGO_BIN_EXE_namesrv");
-const BOOT_LINE: &str = "The Name Server boot success.";
-/// Bound on anything a test waits for; reaching it is a failure, not a timing assertion.
-const PATIENCE: Duration = Duration::from_secs(60);
 /// Pipelined connections per round.
 const CONNECTIONS: usize = 3;
 /// Requests in flight per connection.
@@ -96,150 +89,6 @@ fn rounds(default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-/// The binary with `-c conf`, `HOME=home` and nothing inherited that changes its behaviour.
-fn command(conf: &Path, home: &Path) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.arg("-c")
-        .arg(conf)
-        .env("HOME", home)
-        .env_remove("ROCKETMQ_HOME")
-        .env_remove("ROCKETMQ_SERIALIZE_TYPE")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null());
-    cmd
-}
-
-/// The `namesrv` binary as a child process; killed and reaped when dropped.
-struct Server {
-    child: Child,
-    addr: Option<SocketAddr>,
-    stderr: Option<JoinHandle<Vec<u8>>>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// How a start ended: listening, or exited before the boot line.
-enum Started {
-    Up(Server),
-    Exited(ExitStatus, String),
-}
-
-impl Server {
-    /// Starts the binary with `-c conf` and `HOME=home`, and waits for the boot line or
-    /// for the process to exit.
-    fn start(conf: &Path, home: &Path) -> Started {
-        let mut child = command(conf, home)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the namesrv binary starts");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let mut stderr_pipe = child.stderr.take().expect("piped stderr");
-        let stderr = std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = stderr_pipe.read_to_end(&mut buf);
-            buf
-        });
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            for line in lines.by_ref() {
-                let Ok(line) = line else { break };
-                if line.contains(BOOT_LINE) {
-                    let _ = tx.send(line);
-                    break;
-                }
-            }
-            // Keep draining so the server never blocks on a full pipe.
-            for _ in lines {}
-        });
-        let mut server = Server {
-            child,
-            addr: None,
-            stderr: Some(stderr),
-        };
-        match rx.recv_timeout(PATIENCE) {
-            Ok(line) => {
-                let at = line
-                    .find("address ")
-                    .expect("the boot line names the address");
-                let addr = line[at + "address ".len()..].trim().parse();
-                server.addr = Some(addr.expect("the boot line's address parses"));
-                Started::Up(server)
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                let status = server.wait_exit();
-                let text = server.take_stderr();
-                Started::Exited(status, text)
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                panic!("no boot line within {PATIENCE:?}: {}", server.take_stderr())
-            }
-        }
-    }
-
-    /// Starts the binary and requires it to come up.
-    fn start_up(conf: &Path, home: &Path) -> Server {
-        match Self::start(conf, home) {
-            Started::Up(server) => server,
-            Started::Exited(status, stderr) => {
-                panic!("the server did not start ({status}):\n{stderr}")
-            }
-        }
-    }
-
-    fn addr(&self) -> SocketAddr {
-        self.addr.expect("the server is up")
-    }
-
-    /// Waits for the process to exit, at most [`PATIENCE`].
-    fn wait_exit(&mut self) -> ExitStatus {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "still running after {PATIENCE:?}"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    /// SIGKILL (`Child::kill` on Unix), then reap.
-    fn kill9(&mut self) {
-        self.child.kill().expect("SIGKILL the server");
-        self.child.wait().expect("reap the server");
-    }
-
-    /// Kills the process if it is still running; returns everything it wrote to stderr.
-    fn take_stderr(&mut self) -> String {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let bytes = self
-            .stderr
-            .take()
-            .map(|h| h.join().unwrap_or_default())
-            .unwrap_or_default();
-        String::from_utf8_lossy(&bytes).into_owned()
-    }
-}
-
-/// At most the last `n` bytes of `text` (whole characters), for failure messages.
-fn tail(text: &str, n: usize) -> &str {
-    let mut start = text.len().saturating_sub(n);
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    &text[start..]
 }
 
 /// A private server's files, all under one temporary directory.
@@ -823,15 +672,7 @@ async fn a_kill_during_start_up_recovery_never_starts_empty() {
         };
         let (corrupt, tmp) = (with(".corrupt"), with(".tmp"));
         let delay = Duration::from_micros(rng.below(20_000));
-        let mut server = Server {
-            child: command(&files.conf(), &files.home())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("the namesrv binary starts"),
-            addr: None,
-            stderr: None,
-        };
+        let mut server = Server::spawn_quiet(&files.conf(), &files.home());
         let spawned = Instant::now();
         // Busy-wait: the windows are a copy, a write and a sync long.
         loop {
@@ -846,7 +687,7 @@ async fn a_kill_during_start_up_recovery_never_starts_empty() {
             };
             // Past the restore, or never got there: kill anyway, the check still holds.
             let over = std::fs::read(files.kv()).is_ok_and(|b| b != truncated);
-            if now || over || server.child.try_wait().expect("try_wait").is_some() {
+            if now || over || server.has_exited() {
                 break;
             }
             assert!(spawned.elapsed() < PATIENCE, "recovery never happened");

@@ -10,7 +10,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use namesrv::auth::Gate;
 use namesrv::config::{Config, Env, properties};
-use namesrv::kv::KvStore;
+use namesrv::kv::{KvLimits, KvStore};
 use namesrv::protocol::{
     ExtFields, FrameLimits, RemotingCommand, SerializeType, decode_frame, encode_frame, split_frame,
 };
@@ -94,7 +94,7 @@ impl TestServer {
             .kv_path
             .clone()
             .unwrap_or_else(|| PathBuf::from(&config.settings.kv_config_path));
-        let kv = KvStore::open(kv_path).unwrap();
+        let kv = KvStore::open_with(kv_path, KvLimits::from_settings(&config.settings)).unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let mut server_config = ServerConfig::from_settings(&config.settings, SerializeType::Json);
