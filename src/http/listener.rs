@@ -1,23 +1,33 @@
-//! The HTTP listener: at most [`MAX_CONNECTIONS`] connections at once (further ones wait in
-//! the kernel's backlog), and each connection remembers the local address it arrived on,
-//! which the address server needs.
+//! The HTTP accept loop: at most [`MAX_CONNECTIONS`] connections at once (further ones wait in
+//! the kernel's backlog), request headers that must arrive within [`HEADER_READ_TIMEOUT`], one
+//! task per connection owned by a tracker, and a graceful close of every connection when the
+//! listener stops.
+//!
+//! The timeout is what keeps the cap from being a lock: without it, 64 clients that open a
+//! connection and never finish their headers would keep every probe and scrape out.
 
-use std::io;
+use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::extract::connect_info::Connected;
-use axum::serve::IncomingStream;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use axum::Router;
+use axum::extract::ConnectInfo;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// HTTP connections served at once: plenty for probes, Prometheus and a few browsers, and a
 /// bound on what a misbehaving client can hold.
 pub const MAX_CONNECTIONS: usize = 64;
+
+/// How long a client may take to send a request's headers, counted from the moment the
+/// connection waits for them (so an idle keep-alive connection is closed after it too).
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Both ends of an HTTP connection.
 #[derive(Debug, Clone, Copy)]
@@ -28,110 +38,58 @@ pub struct Peer {
     pub local: SocketAddr,
 }
 
-/// A TCP listener with a connection cap.
-pub(super) struct Capped {
-    inner: TcpListener,
-    permits: Arc<Semaphore>,
-}
-
-impl Capped {
-    pub(super) fn new(inner: TcpListener) -> Capped {
-        Capped {
-            inner,
-            permits: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
-        }
-    }
-}
-
-/// An accepted connection holding its place under the cap.
-pub(super) struct Conn {
-    stream: TcpStream,
-    local: SocketAddr,
-    _permit: OwnedSemaphorePermit,
-}
-
-impl axum::serve::Listener for Capped {
-    type Io = Conn;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Conn, SocketAddr) {
-        let permit = self
-            .permits
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("the semaphore is never closed");
-        loop {
-            match self.inner.accept().await {
-                Ok((stream, remote)) => {
-                    let _ = stream.set_nodelay(true);
-                    let local = stream.local_addr().unwrap_or(remote);
-                    let conn = Conn {
-                        stream,
-                        local,
-                        _permit: permit,
-                    };
-                    return (conn, remote);
-                }
+/// Serves `app` on `listener` until `stop` completes, then closes every connection gracefully
+/// (a request in progress is answered first).
+pub(super) async fn serve(listener: TcpListener, app: Router, stop: impl Future<Output = ()>) {
+    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let connections = TaskTracker::new();
+    let closing = CancellationToken::new();
+    tokio::pin!(stop);
+    loop {
+        let permit = tokio::select! {
+            _ = &mut stop => break,
+            permit = permits.clone().acquire_owned() => permit.expect("never closed"),
+        };
+        let (stream, remote) = tokio::select! {
+            _ = &mut stop => break,
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
                 Err(e) => {
                     // Typically out of file descriptors: back off instead of spinning.
                     tracing::warn!(error = %e, "HTTP accept failed");
                     tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
                 }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let peer = Peer {
+            remote,
+            local: stream.local_addr().unwrap_or(remote),
+        };
+        let service =
+            TowerToHyperService::new(app.clone().layer(axum::Extension(ConnectInfo(peer))));
+        let closing = closing.clone();
+        connections.spawn(async move {
+            let _permit = permit;
+            let conn = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            let result = tokio::select! {
+                result = conn.as_mut() => result,
+                _ = closing.cancelled() => {
+                    conn.as_mut().graceful_shutdown();
+                    conn.await
+                }
+            };
+            if let Err(e) = result {
+                tracing::debug!(%remote, error = %e, "HTTP connection ended with an error");
             }
-        }
+        });
     }
-
-    fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.local_addr()
-    }
-}
-
-impl Connected<IncomingStream<'_, Capped>> for Peer {
-    fn connect_info(stream: IncomingStream<'_, Capped>) -> Peer {
-        Peer {
-            remote: *stream.remote_addr(),
-            local: stream.io().local,
-        }
-    }
-}
-
-impl AsyncRead for Conn {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for Conn {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.stream.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
-    }
+    closing.cancel();
+    connections.close();
+    connections.wait().await;
 }

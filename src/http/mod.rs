@@ -32,7 +32,7 @@ use tokio::net::TcpListener;
 use crate::auth::Gate;
 use crate::config::Settings;
 use crate::state::Namesrv;
-pub use listener::Peer;
+pub use listener::{HEADER_READ_TIMEOUT, MAX_CONNECTIONS, Peer};
 
 /// What every handler gets.
 #[derive(Debug, Clone)]
@@ -70,15 +70,8 @@ pub async fn serve(
         remoting,
         auth,
     });
-    let served = axum::serve(
-        listener::Capped::new(listener),
-        app.into_make_service_with_connect_info::<Peer>(),
-    )
-    .with_graceful_shutdown(stop)
-    .await;
-    if let Err(e) = served {
-        tracing::error!(error = %e, "HTTP listener failed");
-    }
+    listener::serve(listener, app, stop).await;
+    tracing::info!("HTTP listener stopped");
 }
 
 fn router(app: App) -> Router {

@@ -520,3 +520,31 @@ async fn with_auth_enforced_the_page_and_api_need_an_admin_account() {
     let page = http_request_with(http, "GET", "/", &[("Authorization", &admin)]).await;
     assert_eq!(page.status, 200);
 }
+
+#[tokio::test]
+async fn clients_that_never_finish_their_headers_cannot_keep_probes_out() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = server_with("").await;
+    let addr = server.http.unwrap();
+    // Fill every connection slot with a request whose headers never end.
+    let mut stalled = Vec::new();
+    for _ in 0..namesrv::http::MAX_CONNECTIONS {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+            .await
+            .unwrap();
+        stalled.push(s);
+    }
+    // The server closes them once the header timeout passes, and the probe gets in.
+    let probe = tokio::time::timeout(
+        namesrv::http::HEADER_READ_TIMEOUT + Duration::from_secs(10),
+        server.get("/healthz"),
+    )
+    .await
+    .expect("a probe must get through once the stalled clients time out");
+    assert_eq!(probe.status, 200);
+    let mut buf = [0u8; 64];
+    let n = stalled[0].read(&mut buf).await.unwrap_or(0);
+    // Closed, possibly after a 408 answer: no request was ever served on it.
+    assert!(!String::from_utf8_lossy(&buf[..n]).contains("200 OK"));
+}
