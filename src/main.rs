@@ -133,6 +133,10 @@ fn run(args: Args) -> anyhow::Result<()> {
             );
         }
         let state = Namesrv::new(config, kv);
+        // Warm restart (issue 15): the routes of the last run, before the first request.
+        if let Some(snapshot) = &server_config.snapshot {
+            state.restore_routes(&snapshot.path);
+        }
         let listeners = Listeners {
             remoting: listener,
             http,

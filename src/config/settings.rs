@@ -326,6 +326,17 @@ settings! {
     "httpNsaddrList" => http_nsaddr_list: String = |_: &Env| String::new(), Extension, Live;
     /// `/readyz` fails while fewer brokers than this are live (0 = no minimum).
     "httpReadyMinLiveBrokers" => http_ready_min_live_brokers: i32 = |_: &Env| 0, Extension, Live;
+
+    // --- Operations (issue 15): warm restart (`crate::state::snapshot`). ---
+    /// Keep the route table across restarts: snapshot it periodically and at shutdown, and
+    /// restore it at start (`false`: start empty as Java does, and write no snapshot).
+    "restoreRoutesOnStart" => restore_routes_on_start: bool = |_: &Env| true, Extension, Restart;
+    /// The route snapshot's file; empty (the default) means `routes.snapshot` beside
+    /// `kvConfigPath`.
+    "routeSnapshotPath" => route_snapshot_path: String = |_: &Env| String::new(), Extension, Restart;
+    /// Milliseconds between periodic route snapshots (written only when routes or
+    /// heartbeats changed).
+    "routeSnapshotIntervalMillis" => route_snapshot_interval_millis: i64 = |_: &Env| 10_000, Extension, Restart;
 }
 
 /// What the name server does with request signatures (`authMode`).
@@ -381,6 +392,21 @@ pub fn parse_addr_list(text: &str) -> Result<Vec<&str>, String> {
         addrs.push(entry);
     }
     Ok(addrs)
+}
+
+// --- Operations (issue 15): where the route snapshot lives. ---
+impl Settings {
+    /// The route snapshot's file: `routeSnapshotPath`, else `routes.snapshot` in the
+    /// directory of `kvConfigPath`.
+    pub fn route_snapshot_file(&self) -> std::path::PathBuf {
+        if !self.route_snapshot_path.is_empty() {
+            return std::path::PathBuf::from(&self.route_snapshot_path);
+        }
+        let kv = std::path::Path::new(&self.kv_config_path);
+        kv.parent()
+            .unwrap_or(std::path::Path::new(""))
+            .join("routes.snapshot")
+    }
 }
 
 impl Settings {
@@ -495,6 +521,13 @@ impl Settings {
             "serverSocketBacklog",
             self.server_socket_backlog.to_string(),
             "expected a positive number",
+        )?;
+        // Operations (issue 15).
+        check(
+            self.route_snapshot_interval_millis >= 100,
+            "routeSnapshotIntervalMillis",
+            self.route_snapshot_interval_millis.to_string(),
+            "expected at least 100 milliseconds",
         )?;
         // Mass-eviction protection (issue 17).
         check(

@@ -11,6 +11,7 @@ use crate::protocol::body::lists::broker_member_group;
 use crate::protocol::body::{DataVersion, DecodeOptions, RegisterBody, lenient};
 use crate::protocol::code::{response, version};
 use crate::protocol::{ExtFields, RemotingCommand};
+use crate::state::RouteTable;
 use crate::state::route_table::register::{
     BodyInput, RegisterError, RegisterOutcome, RegisterSettings, Registration,
 };
@@ -176,8 +177,18 @@ pub fn heartbeat(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult 
     let cluster = f.required("clusterName")?;
     let addr = f.required("brokerAddr")?;
     f.required("brokerName")?;
-    ctx.state.routes_mut().touch_broker(cluster, addr, ctx.now);
+    let mut routes = ctx.state.routes_mut();
+    routes.touch_broker(cluster, addr, ctx.now);
+    adopt_restored(ctx, &mut routes, cluster, addr);
     Ok(RemotingCommand::success())
+}
+
+/// A broker restored from a route snapshot belongs to the connection it is first heard
+/// from again, as if it had registered there before the restart.
+fn adopt_restored(ctx: &mut Context<'_>, routes: &mut RouteTable, cluster: &str, addr: &str) {
+    if routes.adopt_connection(cluster, addr, ctx.conn) {
+        ctx.registered_broker = true;
+    }
 }
 
 /// QUERY_DATA_VERSION: whether the broker's data version differs from the registered one;
@@ -200,6 +211,7 @@ pub fn query_data_version(ctx: &mut Context<'_>, req: &RemotingCommand) -> Handl
         let mut routes = ctx.state.routes_mut();
         let stored = routes.data_version(cluster, addr);
         routes.touch_broker(cluster, addr, ctx.now);
+        adopt_restored(ctx, &mut routes, cluster, addr);
         stored
     };
     let changed = match (&stored, &sent) {

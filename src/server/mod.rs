@@ -26,6 +26,8 @@ use crate::config::Settings;
 use crate::metrics::Refusal;
 use crate::protocol::{FrameLimits, SerializeType};
 use crate::reload::Reload;
+use crate::state::snapshot::Reason;
+use crate::state::snapshot::task::{self as snapshots, SnapshotConfig};
 use crate::state::{ConnId, Namesrv, housekeeping};
 use log_limit::LogLimit;
 
@@ -51,6 +53,8 @@ pub struct ServerConfig {
     pub auth: Gate,
     /// Reload requests (SIGHUP); background tasks that re-read files subscribe to it.
     pub reload: Reload,
+    /// Route snapshots (warm restart), if on.
+    pub snapshot: Option<SnapshotConfig>,
 }
 
 impl ServerConfig {
@@ -69,6 +73,7 @@ impl ServerConfig {
             serialize_type,
             auth: Gate::off(),
             reload: Reload::new(),
+            snapshot: SnapshotConfig::from_settings(s),
         }
     }
 }
@@ -155,6 +160,14 @@ pub async fn run(
             cancel.child_token(),
         ));
     }
+    // --- Warm restart (issue 15): periodic route snapshots. ---
+    if let Some(snapshot) = &config.snapshot {
+        tracker.spawn(snapshots::run(
+            state.clone(),
+            snapshot.clone(),
+            cancel.child_token(),
+        ));
+    }
     let limit = Arc::new(Semaphore::new(config.max_connections));
     // The HTTP side door stops once shutdown has begun and every connection has drained (all
     // connection permits are back), or when the grace period is over.
@@ -218,6 +231,9 @@ pub async fn run(
     drop(listener);
     state.begin_shutdown();
     tracing::info!("shutting down: no new connections; finishing in-flight requests");
+    // Connections closed from here on are the server's doing, not their brokers': the
+    // brokers stay in the final snapshot.
+    state.freeze_routes();
     cancel.cancel();
     tracker.close();
     if tokio::time::timeout(config.grace_period, tracker.wait())
@@ -229,6 +245,11 @@ pub async fn run(
             grace = ?config.grace_period,
             "grace period over: closing the remaining connections"
         );
+    }
+    if let Some(snapshot) = &config.snapshot
+        && snapshots::write_now(&state, snapshot, Reason::Shutdown).await
+    {
+        tracing::info!(file = %snapshot.path.display(), "route snapshot written");
     }
     http_stop.cancel();
     Ok(())

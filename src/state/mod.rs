@@ -10,6 +10,7 @@ pub mod protection;
 pub mod readiness;
 pub mod route_cache;
 pub mod route_table;
+pub mod snapshot;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -50,6 +51,9 @@ struct Shared {
     metrics: Metrics,
     /// Set when shutdown begins: the server is draining and no longer ready.
     shutting_down: AtomicBool,
+    /// Set when shutdown closes every connection: from then on a closing connection no
+    /// longer unregisters its brokers, so the final route snapshot keeps them (issue 15).
+    routes_frozen: AtomicBool,
 }
 
 impl Namesrv {
@@ -66,6 +70,7 @@ impl Namesrv {
                 next_conn: AtomicU64::new(1),
                 metrics: Metrics::default(),
                 shutting_down: AtomicBool::new(false),
+                routes_frozen: AtomicBool::new(false),
             }),
         }
     }
@@ -124,6 +129,9 @@ impl Namesrv {
 
     /// A connection closed: unregister brokers it still owned.
     pub fn connection_closed(&self, conn: ConnId) {
+        if self.routes_frozen() {
+            return;
+        }
         let removed = self.routes_mut().connection_closed(conn);
         self.metrics()
             .evicted(Eviction::ConnectionClosed, removed.len());
@@ -159,11 +167,25 @@ impl Namesrv {
     /// A connection idled out: unregister brokers it still owned, unless eviction protection
     /// holds them.
     pub fn connection_idled_out(&self, conn: ConnId) {
+        if self.routes_frozen() {
+            return;
+        }
         let policy = self.protection_policy();
         let removed = self
             .routes_mut()
             .connection_idled_out(conn, Instant::now(), &policy);
         self.metrics().evicted(Eviction::Idle, removed.len());
+    }
+
+    /// Shutdown is closing every connection: their brokers stay registered from now on (the
+    /// process is about to exit, and the last route snapshot should show them).
+    pub fn freeze_routes(&self) {
+        self.inner.routes_frozen.store(true, Ordering::Release);
+    }
+
+    /// Whether [`Namesrv::freeze_routes`] was called.
+    pub fn routes_frozen(&self) -> bool {
+        self.inner.routes_frozen.load(Ordering::Acquire)
     }
 
     /// The eviction-protection settings in force now.

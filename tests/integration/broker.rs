@@ -7,7 +7,7 @@ use std::time::Duration;
 use namesrv::protocol::code::{request, response};
 
 use crate::harness::{
-    TestClient, TestServer, body_text, register, register_body, register_ext, route,
+    TestClient, TestServer, body_text, qdv_ext, register, register_body, register_ext, route,
 };
 
 /// Waits (boundedly) until `topic` has no route.
@@ -46,12 +46,7 @@ async fn a_broker_that_stops_heartbeating_expires() {
     let qdv = broker
         .call(
             request::QUERY_DATA_VERSION,
-            &[
-                ("brokerName", "broker-a"),
-                ("brokerAddr", "10.0.0.1:10911"),
-                ("clusterName", "DefaultCluster"),
-                ("brokerId", "0"),
-            ],
+            &qdv_ext("broker-a", "10.0.0.1:10911"),
             Some(br#"{"counter":1,"stateVersion":0,"timestamp":1700000000000}"#),
         )
         .await;
@@ -220,12 +215,7 @@ async fn master_and_slave() {
     let unreg = client
         .call(
             request::UNREGISTER_BROKER,
-            &[
-                ("brokerName", "broker-a"),
-                ("brokerAddr", "10.0.0.1:10911"),
-                ("clusterName", "DefaultCluster"),
-                ("brokerId", "0"),
-            ],
+            &qdv_ext("broker-a", "10.0.0.1:10911"),
             None,
         )
         .await;

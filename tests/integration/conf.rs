@@ -11,13 +11,14 @@ const CONF: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/conf/namesrv.conf");
 
 /// Keys the file shows commented out: defaults that depend on the environment, and the auth
 /// keys (set, they would add lines to GET_NAMESRV_CONFIG's answer).
-const COMMENTED: [&str; 6] = [
+const COMMENTED: [&str; 7] = [
     "rocketmqHome",
     "kvConfigPath",
     "configStorePath",
     "authMode",
     "authConfigPath",
     "authAuditLog",
+    "routeSnapshotPath",
 ];
 
 /// Keys the shipped file deliberately sets to something other than the built-in default:

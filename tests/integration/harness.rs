@@ -52,6 +52,10 @@ pub struct Options {
     pub config_file: Option<PathBuf>,
     /// Also serve HTTP on an ephemeral loopback port.
     pub http: bool,
+    /// Keep route snapshots (warm restart) on. Off unless asked for: snapshots are written
+    /// on the blocking pool, and while a write runs, a paused-time test's clock would jump
+    /// ahead to its next timer.
+    pub warm_restart: bool,
 }
 
 impl TestServer {
@@ -90,6 +94,10 @@ impl TestServer {
                 Config::from_properties(&props, "test", &env).unwrap()
             }
         };
+        let mut config = config;
+        if opts.config_file.is_none() {
+            config.settings.restore_routes_on_start = opts.warm_restart;
+        }
         let kv_path = opts
             .kv_path
             .clone()
@@ -110,6 +118,10 @@ impl TestServer {
             remoting: listener,
             http: http_listener,
         };
+        // As `main` does: the routes of the previous server on these files.
+        if let Some(snapshot) = &server_config.snapshot {
+            state.restore_routes(&snapshot.path);
+        }
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(server::run(
             listeners,
@@ -386,6 +398,16 @@ pub fn register_ext<'a>(name: &'a str, addr: &'a str, id: &'a str) -> Vec<(&'a s
         ("brokerId", id),
         ("compressed", "false"),
         ("enableActingMaster", "false"),
+    ]
+}
+
+/// The ext fields of a QUERY_DATA_VERSION from a master of `DefaultCluster`.
+pub fn qdv_ext<'a>(name: &'a str, addr: &'a str) -> [(&'a str, &'a str); 4] {
+    [
+        ("brokerName", name),
+        ("brokerAddr", addr),
+        ("clusterName", "DefaultCluster"),
+        ("brokerId", "0"),
     ]
 }
 

@@ -26,5 +26,7 @@ mod protocol;
 mod restart;
 mod scale;
 mod shutdown;
+mod spawned;
 mod topics;
+mod warm_restart;
 mod wire;

@@ -4,8 +4,9 @@
 //!
 //! Submodules hold the operations: [`register`] (REGISTER_BROKER), [`unregister`]
 //! (UNREGISTER_BROKER, closed connections), [`expiry`] (the expiry scan and idle timeouts,
-//! under eviction protection), [`query`] (routes and listings) and [`admin`] (permissions,
-//! topic registration and deletion).
+//! under eviction protection), [`query`] (routes and listings), [`admin`] (permissions,
+//! topic registration and deletion) and [`parts`] (the table as plain lists, for warm
+//! restarts).
 //!
 //! Two bookkeeping fields make routes cheap to serve and registrations cheap to repeat:
 //! every topic carries a revision number that changes whenever its route could change, and
@@ -19,6 +20,7 @@ mod expiry_tests;
 #[cfg(test)]
 mod model_tests;
 pub mod overview;
+pub mod parts;
 pub mod query;
 pub mod register;
 pub mod unregister;
