@@ -1,9 +1,11 @@
-//! Command-line flags: those of Java's `mqnamesrv` plus `--log-level` and `--version`. No
-//! logic lives here; `main` turns the flags into a configuration.
+//! Command-line flags: those of Java's `mqnamesrv` plus logging (`--log-*`) and `--version`.
+//! No logic lives here; `main` turns the flags into a configuration.
 
 use std::path::PathBuf;
 
 use clap::Parser;
+
+use crate::telemetry::{LogFormat, LogRotation};
 
 /// A standalone Apache RocketMQ NameServer.
 #[derive(Debug, Parser)]
@@ -24,4 +26,22 @@ pub struct Args {
     /// Log filter, e.g. `info`, `debug`, `namesrv=trace`; RUST_LOG is used when absent.
     #[arg(long = "log-level", value_name = "FILTER")]
     pub log_level: Option<String>,
+
+    /// Log line format.
+    #[arg(long = "log-format", value_name = "FORMAT", default_value = "text")]
+    pub log_format: LogFormat,
+
+    /// Write the log to rotating files `namesrv-rs.<date>.log` in DIR (with
+    /// `namesrv-rs.log` linking to the current one) instead of stderr.
+    #[arg(long = "log-dir", value_name = "DIR")]
+    pub log_dir: Option<PathBuf>,
+
+    /// When `--log-dir` files rotate.
+    #[arg(long = "log-rotation", value_name = "WHEN", default_value = "daily")]
+    pub log_rotation: LogRotation,
+
+    /// How many `--log-dir` files to keep; older ones are deleted.
+    #[arg(long = "log-max-files", value_name = "N", default_value_t = 14,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub log_max_files: u16,
 }

@@ -11,6 +11,7 @@ use namesrv::kv::{KvLimits, KvStore};
 use namesrv::protocol::SerializeType;
 use namesrv::server::{self, Listeners, ServerConfig};
 use namesrv::state::Namesrv;
+use namesrv::telemetry::LogOptions;
 
 fn main() -> ExitCode {
     tune_malloc();
@@ -98,8 +99,16 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     let audit_log = Some(&config.settings.auth_audit_log)
         .filter(|p| !p.is_empty())
-        .map(std::path::Path::new);
-    namesrv::telemetry::init(args.log_level.as_deref(), audit_log).map_err(anyhow::Error::msg)?;
+        .map(std::path::PathBuf::from);
+    let _log = namesrv::telemetry::init(&LogOptions {
+        level: args.log_level.clone(),
+        format: args.log_format,
+        dir: args.log_dir.clone(),
+        rotation: args.log_rotation,
+        max_files: args.log_max_files.into(),
+        audit_log,
+    })
+    .map_err(anyhow::Error::msg)?;
     let serialize_type = serialize_type()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -122,10 +131,12 @@ fn run(args: Args) -> anyhow::Result<()> {
             )
         })?;
         tracing::info!(config = ?config.all_properties(), "effective configuration");
-        println!(
+        let boot = format!(
             "The Name Server boot success. serializeType={}, address {addr}",
             serialize_type.name()
         );
+        println!("{boot}");
+        tracing::info!("{boot}");
         if let Some(http) = &http {
             println!(
                 "Status page, metrics and address server at http://{}/",

@@ -1,25 +1,83 @@
-//! Logging setup: `tracing` to stderr, filtered by `--log-level`, else `RUST_LOG`, else
-//! `info`. The audit log of admin requests (target [`crate::auth::AUDIT_TARGET`]) goes to its
-//! own file when `authAuditLog` names one, and to stderr with everything else otherwise.
+//! Logging setup: `tracing` filtered by `--log-level`, else `RUST_LOG`, else `info`; written
+//! to stderr, or with `--log-dir` to a log file that rotates (daily or hourly, keeping a
+//! bounded number of files, [`CURRENT_LOG`] always linking to the current one); as text or,
+//! for log shippers, as one JSON object per line (`--log-format json`). The audit log of admin
+//! requests (target [`crate::auth::AUDIT_TARGET`]) goes to its own file when `authAuditLog`
+//! names one, and with everything else otherwise.
+//!
+//! The files are named `namesrv-rs.<date>.log` so that they can share a directory with a
+//! Java name server's `namesrv.log` and `namesrv.<n>.log`: rotation deletes only its own.
 
 use std::io::IsTerminal;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use tracing_appender::non_blocking::WorkerGuard;
+use tracing_appender::rolling::{RollingFileAppender, Rotation};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::prelude::*;
 
 use crate::auth::AUDIT_TARGET;
 
-/// Installs the global subscriber. An unparsable filter or an audit file that cannot be
-/// opened is an error naming it.
-pub fn init(level: Option<&str>, audit_log: Option<&Path>) -> Result<(), String> {
-    let mut filter = match level {
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line: `timestamp`, `level`, `fields` (with `message`), `span`s.
+    Json,
+}
+
+/// When the log file is rotated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogRotation {
+    /// A new file every day (UTC).
+    #[default]
+    Daily,
+    /// A new file every hour.
+    Hourly,
+}
+
+/// Where and how to log.
+#[derive(Debug, Clone, Default)]
+pub struct LogOptions {
+    /// The filter (`--log-level`); `RUST_LOG`, else `info`, when `None`.
+    pub level: Option<String>,
+    /// Text or JSON.
+    pub format: LogFormat,
+    /// Write rotating files in this directory instead of stderr.
+    pub dir: Option<PathBuf>,
+    /// When to start a new file.
+    pub rotation: LogRotation,
+    /// How many files to keep (older ones are deleted).
+    pub max_files: usize,
+    /// The audit log's own file (`authAuditLog`), if any.
+    pub audit_log: Option<PathBuf>,
+}
+
+/// Keeps the file writer's background thread alive; dropping it flushes what is queued.
+#[must_use = "logs written to a file are flushed when the guard is dropped"]
+pub struct LogGuard {
+    _writer: Option<WorkerGuard>,
+}
+
+/// What log files start with.
+const PREFIX: &str = "namesrv-rs";
+
+/// The name of the link to the current log file.
+pub const CURRENT_LOG: &str = "namesrv-rs.log";
+
+/// Installs the global subscriber. An unparsable filter, a log directory that cannot be used
+/// or an audit file that cannot be opened is an error naming it.
+pub fn init(opts: &LogOptions) -> Result<LogGuard, String> {
+    let mut filter = match &opts.level {
         Some(l) => EnvFilter::try_new(l).map_err(|e| format!("invalid --log-level {l:?}: {e}"))?,
         None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
     };
-    let audit = match audit_log {
+    let audit = match &opts.audit_log {
         Some(path) => {
             let file = open_append(path)
                 .map_err(|e| format!("cannot open authAuditLog {}: {e}", path.display()))?;
@@ -38,16 +96,56 @@ pub fn init(level: Option<&str>, audit_log: Option<&Path>) -> Result<(), String>
         }
         None => None,
     };
+    let (writer, guard, ansi) = match &opts.dir {
+        None => {
+            let ansi = std::io::stderr().is_terminal() && opts.format == LogFormat::Text;
+            (BoxMakeWriter::new(std::io::stderr), None, ansi)
+        }
+        Some(dir) => {
+            let (writer, guard) = rotating(dir, opts)?;
+            (BoxMakeWriter::new(writer), Some(guard), false)
+        }
+    };
     let main = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_target(false)
-        .with_filter(filter);
+        .with_writer(writer)
+        .with_ansi(ansi)
+        .with_target(false);
+    let main = match opts.format {
+        LogFormat::Text => main.with_filter(filter).boxed(),
+        LogFormat::Json => main.json().flatten_event(false).with_filter(filter).boxed(),
+    };
     tracing_subscriber::registry()
         .with(main)
         .with(audit)
         .try_init()
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?;
+    Ok(LogGuard { _writer: guard })
+}
+
+/// The rotating file writer of `--log-dir`, behind a thread that never drops a line (a full
+/// queue waits).
+fn rotating(
+    dir: &Path,
+    opts: &LogOptions,
+) -> Result<(tracing_appender::non_blocking::NonBlocking, WorkerGuard), String> {
+    let rotation = match opts.rotation {
+        LogRotation::Daily => Rotation::DAILY,
+        LogRotation::Hourly => Rotation::HOURLY,
+    };
+    let appender = RollingFileAppender::builder()
+        .rotation(rotation)
+        .filename_prefix(PREFIX)
+        .filename_suffix("log")
+        .max_log_files(opts.max_files.max(1))
+        .latest_symlink(CURRENT_LOG)
+        .build(dir)
+        .map_err(|e| format!("cannot write logs in --log-dir {}: {e}", dir.display()))?;
+    Ok(
+        tracing_appender::non_blocking::NonBlockingBuilder::default()
+            .lossy(false)
+            .thread_name("namesrv-log")
+            .finish(appender),
+    )
 }
 
 /// Opens `path` for appending, creating it readable by its owner only.

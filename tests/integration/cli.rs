@@ -407,7 +407,8 @@ async fn scripts_start_the_server_in_the_background_and_stop_it() {
     std::fs::create_dir_all(&home).unwrap();
     let conf = private_config(dir.path());
     let logs = rocketmq_home.join("logs");
-    let (log_file, pid_file) = (logs.join("namesrv.log"), logs.join("namesrv.pid"));
+    let (log_file, pid_file) = (logs.join("namesrv-rs.log"), logs.join("namesrv.pid"));
+    let out_file = logs.join("namesrv.out");
 
     let mut start = script("mqnamesrv", &home, &rocketmq_home);
     start.arg("-c").arg(&conf);
@@ -427,8 +428,12 @@ async fn scripts_start_the_server_in_the_background_and_stop_it() {
         .unwrap();
     let _guard = PidGuard(pid);
     assert!(alive(pid));
+    let console = std::fs::read_to_string(&out_file).expect("the console file is written");
+    let boot = console.lines().find(|l| l.starts_with(BOOT_LINE)).unwrap();
+    // The log proper is a rotating file, `namesrv-rs.log` linking to the current one.
+    assert!(log_file.is_symlink());
     let log = std::fs::read_to_string(&log_file).expect("the log file is written");
-    let boot = log.lines().find(|l| l.starts_with(BOOT_LINE)).unwrap();
+    assert!(log.contains(BOOT_LINE), "{log}");
 
     let mut client = TestClient::connect(boot_addr(boot)).await;
     let resp = client.call(request::GET_NAMESRV_CONFIG, &[], None).await;

@@ -19,6 +19,7 @@ mod ext_fields;
 mod http;
 mod kv;
 mod kv_limits;
+mod logs;
 mod nsadmin;
 mod process;
 mod protection;

@@ -68,8 +68,9 @@ impl Spawned {
             addr: "0.0.0.0:0".parse().unwrap(),
             log,
         };
+        // The console's boot line (a log line may repeat it in another form).
         let line = spawned
-            .wait_for_log(BOOT_LINE)
+            .wait_for(|l| l.starts_with(BOOT_LINE))
             .unwrap_or_else(|| panic!("no boot line; log:\n{}", spawned.log_text()));
         let at = line
             .find("address ")
@@ -90,10 +91,15 @@ impl Spawned {
     /// The first line containing `needle`, waiting for it at most [`PATIENCE`] (and not at
     /// all once the process has exited and its output has been read).
     pub fn wait_for_log(&mut self, needle: &str) -> Option<String> {
+        self.wait_for(|l| l.contains(needle))
+    }
+
+    /// The first line `matches` accepts, waiting as [`Spawned::wait_for_log`] does.
+    pub fn wait_for(&mut self, matches: impl Fn(&str) -> bool) -> Option<String> {
         let deadline = Instant::now() + PATIENCE;
         let mut exited_at = None;
         loop {
-            if let Some(line) = self.log.lock().iter().find(|l| l.contains(needle)) {
+            if let Some(line) = self.log.lock().iter().find(|l| matches(l)) {
                 return Some(line.clone());
             }
             if exited_at.is_none() && self.child.try_wait().unwrap().is_some() {
