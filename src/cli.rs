@@ -27,6 +27,11 @@ pub struct Args {
     #[arg(long = "log-level", value_name = "FILTER")]
     pub log_level: Option<String>,
 
+    /// Take the listening port over from the running server PID (an upgrade with no
+    /// refused connection): listen beside it, have it hand over and exit, then serve.
+    #[arg(long = "takeover", value_name = "PID")]
+    pub takeover: Option<u32>,
+
     /// Log line format.
     #[arg(long = "log-format", value_name = "FORMAT", default_value = "text")]
     pub log_format: LogFormat,

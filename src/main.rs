@@ -79,6 +79,9 @@ fn tune_malloc() {}
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 async fn trim_every_second() {}
 
+/// How much longer than its grace period a server being taken over may take to exit.
+const TAKEOVER_MARGIN: std::time::Duration = std::time::Duration::from_secs(30);
+
 fn serialize_type() -> anyhow::Result<SerializeType> {
     match std::env::var("ROCKETMQ_SERIALIZE_TYPE") {
         Ok(v) if !v.is_empty() => SerializeType::from_name(&v)
@@ -117,10 +120,20 @@ fn run(args: Args) -> anyhow::Result<()> {
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let s = &config.settings;
+        let listener = match args.takeover {
+            // Upgrade (issue 15): listen beside the running server, and let it hand over
+            // before the KV store and the routes it leaves behind are loaded.
+            Some(pid) => {
+                let listener = server::handover::bind_beside(s).await?;
+                let grace = std::time::Duration::from_millis(s.shutdown_grace_period_millis as u64);
+                server::handover::retire(pid, grace + TAKEOVER_MARGIN).await?;
+                listener
+            }
+            None => server::bind(s).await.with_context(|| {
+                format!("cannot listen on {}:{}", s.bind_address, s.listen_port)
+            })?,
+        };
         let kv = KvStore::open_with(&s.kv_config_path, KvLimits::from_settings(s))?;
-        let listener = namesrv::server::bind(s)
-            .await
-            .with_context(|| format!("cannot listen on {}:{}", s.bind_address, s.listen_port))?;
         let addr = listener.local_addr()?;
         let mut server_config = ServerConfig::from_settings(s, serialize_type);
         server_config.auth = Gate::load(s)?;

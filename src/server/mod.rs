@@ -7,6 +7,7 @@
 
 mod budget;
 mod connection;
+pub mod handover;
 mod log_limit;
 mod offload;
 
@@ -29,6 +30,7 @@ use crate::reload::Reload;
 use crate::state::snapshot::Reason;
 use crate::state::snapshot::task::{self as snapshots, SnapshotConfig};
 use crate::state::{ConnId, Namesrv, housekeeping};
+pub use handover::bind;
 use log_limit::LogLimit;
 
 /// Server behaviour fixed at start-up.
@@ -194,9 +196,20 @@ pub async fn run(
     }
     let mut refusals = LogLimit::new(Duration::from_secs(10));
     tokio::pin!(shutdown);
+    // Upgrade (issue 15): once shutdown begins, connections the kernel already queued for
+    // this listener are still accepted (and answered), until none came for a moment, rather
+    // than reset when it closes; a takeover steers every new one to the new server.
+    let mut closing = None;
+    let far = tokio::time::Instant::now() + Duration::from_secs(86_400 * 365);
     loop {
         tokio::select! {
-            _ = &mut shutdown => break,
+            _ = &mut shutdown, if closing.is_none() => {
+                state.begin_shutdown();
+                closing = Some(tokio::time::Instant::now() + handover::QUEUE_DRAIN_MAX);
+                continue;
+            }
+            _ = tokio::time::sleep(handover::QUEUE_QUIET), if closing.is_some() => break,
+            _ = tokio::time::sleep_until(closing.unwrap_or(far)) => break,
             accepted = listener.accept() => {
                 let (stream, peer) = match accepted {
                     Ok(pair) => pair,
@@ -229,7 +242,6 @@ pub async fn run(
         }
     }
     drop(listener);
-    state.begin_shutdown();
     tracing::info!("shutting down: no new connections; finishing in-flight requests");
     // Connections closed from here on are the server's doing, not their brokers': the
     // brokers stay in the final snapshot.
@@ -253,38 +265,4 @@ pub async fn run(
     }
     http_stop.cancel();
     Ok(())
-}
-
-/// Binds the listening socket as `bindAddress`/`listenPort`/`serverSocketBacklog` and the
-/// socket buffer sizes say.
-pub async fn bind(s: &Settings) -> std::io::Result<TcpListener> {
-    let addrs: Vec<std::net::SocketAddr> =
-        tokio::net::lookup_host((s.bind_address.as_str(), s.listen_port as u16))
-            .await?
-            .collect();
-    let mut last = None;
-    for addr in addrs {
-        let socket = if addr.is_ipv4() {
-            tokio::net::TcpSocket::new_v4()?
-        } else {
-            tokio::net::TcpSocket::new_v6()?
-        };
-        socket.set_reuseaddr(true)?;
-        if s.server_socket_snd_buf_size > 0 {
-            socket.set_send_buffer_size(s.server_socket_snd_buf_size as u32)?;
-        }
-        if s.server_socket_rcv_buf_size > 0 {
-            socket.set_recv_buffer_size(s.server_socket_rcv_buf_size as u32)?;
-        }
-        match socket
-            .bind(addr)
-            .and_then(|()| socket.listen(s.server_socket_backlog as u32))
-        {
-            Ok(listener) => return Ok(listener),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| {
-        std::io::Error::new(std::io::ErrorKind::AddrNotAvailable, "no address to bind")
-    }))
 }

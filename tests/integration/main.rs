@@ -29,5 +29,6 @@ mod scale;
 mod shutdown;
 mod spawned;
 mod topics;
+mod upgrade;
 mod warm_restart;
 mod wire;
