@@ -15,6 +15,7 @@ mod cli;
 mod conf;
 mod config_update;
 mod crash;
+mod deploy;
 mod ext_fields;
 mod http;
 mod kv;
