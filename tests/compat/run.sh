@@ -324,6 +324,20 @@ fi
 # Checks
 # ---------------------------------------------------------------------------------------------
 
+# record NAME STATUS LOG T0: records one summary line for a check whose output is in LOG.
+record() {
+  local name=$1 rc=$2 log=$3 t0=$4
+  if [ "$rc" -eq 0 ]; then
+    RESULTS+=("PASS  $(printf '%-52s %5ss' "$name" $((SECONDS - t0)))")
+  else
+    FAILED=$((FAILED + 1))
+    local why; why="$(grep -E '^FAIL ' "$log" | head -n 5 || true)"
+    [ "$rc" -eq 124 ] && why="${why:+$why$'\n'}FAIL $name: did not finish within its time limit (killed)"
+    [ -n "$why" ] || why="FAIL $name: exited with status $rc without reporting a step (see $log)"
+    RESULTS+=("FAIL  $(printf '%-52s %5ss' "$name" $((SECONDS - t0)))"$'\n'"$(sed 's/^/        /' <<<"$why")")
+  fi
+}
+
 # check NAME SECONDS COMMAND...: runs COMMAND bounded in time, tees its output to a log and
 # records one summary line.
 check() {
@@ -331,15 +345,7 @@ check() {
   local log="$WORK/logs/check-${name//[^A-Za-z0-9._-]/_}.log" t0=$SECONDS rc=0
   say "--- $name"
   timeout --kill-after=15 "$limit" "$@" 2>&1 | tee "$log" || rc=$? # pipefail: the command's status
-  if [ "$rc" -eq 0 ]; then
-    RESULTS+=("PASS  $(printf '%-52s %5ss' "$name" $((SECONDS - t0)))")
-  else
-    FAILED=$((FAILED + 1))
-    local why; why="$(grep -E '^FAIL ' "$log" | head -n 5 || true)"
-    [ "$rc" -eq 124 ] && why="${why:+$why$'\n'}FAIL $name: did not finish within ${limit}s (killed)"
-    [ -n "$why" ] || why="FAIL $name: exited with status $rc without reporting a step (see $log)"
-    RESULTS+=("FAIL  $(printf '%-52s %5ss' "$name" $((SECONDS - t0)))"$'\n'"$(sed 's/^/        /' <<<"$why")")
-  fi
+  record "$name" "$rc" "$log" "$t0"
   return 0
 }
 
@@ -434,6 +440,56 @@ EOF
   check "rocketmq-client-rust 1.0.0 ACL hook vs enforce" 300 \
     "$CLIENT_BIN" auth --signed "$NS_SIGNED" --by-address "$NS_ADDR" \
       --admin "$AUTH_ADMIN" --reader "$AUTH_READER" --broker-name broker-a --cluster "$CLUSTER" --wait-secs 60
+
+  # Warm restart (issue 15): the producer keeps sending while the name server is killed
+  # (-9) and started, then stopped (SIGTERM) and started; then the same with warm restart
+  # off, whose numbers are only reported.
+  restart_experiment() { # LABEL EXTRA_PROPERTIES CLIENT_ARGS...
+    local label=$1 extra=$2; shift 2
+    local stop="$WORK/restarts-$label.stop" log="$WORK/logs/restarts-$label.client.log" client i
+    rm -f "$stop"
+    timeout --kill-after=15 300 "$CLIENT_BIN" --namesrv "$NS" --broker-name broker-a --cluster "$CLUSTER" \
+      --wait-secs 60 --restarts "$label" --stop-file "$stop" "$@" >"$log" 2>&1 &
+    client=$!
+    for ((i = 0; i < 480; i++)); do
+      grep -q '^READY' "$log" 2>/dev/null && break
+      kill -0 "$client" 2>/dev/null || break
+      sleep 0.25
+    done
+    if ! grep -q '^READY' "$log" 2>/dev/null; then
+      kill "$client" 2>/dev/null || true
+      cat "$log"
+      echo "FAIL restarts[$label]: the client never had the topic's route"
+      return 1
+    fi
+    # Longer than routeSnapshotIntervalMillis (10 s): the new topic is in the periodic snapshot.
+    sleep 12
+    say "restarts[$label]: kill -9 of the name server (pid $NS_PID)"
+    kill -KILL "$NS_PID"; wait "$NS_PID" 2>/dev/null || true
+    start_namesrv namesrv "$NS_PORT" "$(cat "$extra")"; NS_PID=$STARTED_PID
+    sleep 5
+    say "restarts[$label]: graceful restart (SIGTERM to pid $NS_PID)"
+    stop_pid "$NS_PID" namesrv 15; wait "$NS_PID" 2>/dev/null || true
+    start_namesrv namesrv "$NS_PORT" "$(cat "$extra")"; NS_PID=$STARTED_PID
+    sleep 5
+    touch "$stop"
+    local rc=0
+    wait "$client" || rc=$?
+    cat "$log"
+    return "$rc"
+  }
+  : > "$WORK/warm.properties"
+  echo "restoreRoutesOnStart=false" > "$WORK/cold.properties"
+  for run in "warm restart:warm:--expect-warm" "cold restart (restoreRoutesOnStart=false, reported only):cold:"; do
+    IFS=: read -r name label args <<<"$run"
+    name="rocketmq-client-rust 1.0.0 producer through $name"
+    log="$WORK/logs/check-restarts-$label.log"; t0=$SECONDS; rc=0
+    say "--- $name"
+    restart_experiment "$label" "$WORK/$label.properties" $args >"$log" 2>&1 || rc=$?
+    grep -E '^(RESULT|PASS|FAIL) ' "$log" || true
+    record "$name" "$rc" "$log" "$t0"
+    RESULTS+=("$(grep -E '^RESULT ' "$log" | sed 's/^RESULT /        /' || true)")
+  done
 
   say "stopping the broker (pid $BROKER_PID)"
   stop_pid "$BROKER_PID" broker 30

@@ -15,9 +15,11 @@
 //! [--cluster DefaultCluster] [--count 100] [--wait-secs 60] [--expect-config KEY=VALUE]...`
 //!
 //! `namesrv-compat-rust-client auth ...` runs the ACL-hook checks against name servers with
-//! authentication on instead (see `auth.rs`).
+//! authentication on instead (see `auth.rs`). With `--restarts LABEL --stop-file FILE
+//! [--expect-warm]` it runs the restart experiment of [`restarts`] instead of the checks.
 
 mod auth;
+mod restarts;
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -93,12 +95,15 @@ struct Opts {
     /// `KEY=VALUE` pairs GET_NAMESRV_CONFIG must report (listenPort is always checked).
     expect: Vec<(String, String)>,
     run_id: u128,
+    /// `--restarts`: the restart experiment instead of the checks.
+    restarts: Option<restarts::RestartOpts>,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: namesrv-compat-rust-client --namesrv HOST:PORT [--broker-name NAME] [--cluster NAME] \
-         [--count N] [--wait-secs N] [--expect-config KEY=VALUE]..."
+         [--count N] [--wait-secs N] [--expect-config KEY=VALUE]... \
+         [--restarts LABEL --stop-file FILE [--expect-warm]]"
     );
     std::process::exit(2)
 }
@@ -112,7 +117,9 @@ fn parse_opts() -> Opts {
         wait: Duration::from_secs(60),
         expect: Vec::new(),
         run_id: run_id(),
+        restarts: None,
     };
+    let (mut label, mut stop_file, mut expect_warm) = (None, None, false);
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| usage());
@@ -127,12 +134,20 @@ fn parse_opts() -> Opts {
                 let (k, v) = pair.split_once('=').unwrap_or_else(|| usage());
                 o.expect.push((k.to_string(), v.to_string()));
             }
+            "--restarts" => label = Some(value()),
+            "--stop-file" => stop_file = Some(std::path::PathBuf::from(value())),
+            "--expect-warm" => expect_warm = true,
             _ => usage(),
         }
     }
     if !o.namesrv.contains(':') {
         usage()
     }
+    o.restarts = match (label, stop_file) {
+        (Some(label), Some(stop_file)) => Some(restarts::RestartOpts { stop_file, expect_warm, label }),
+        (None, None) if !expect_warm => None,
+        _ => usage(),
+    };
     o
 }
 
@@ -315,6 +330,36 @@ impl MessageListenerConcurrently for Counting {
     }
 }
 
+/// Waits (bounded by `o.wait`) until the cluster info shows the broker's master; its address.
+async fn find_master(admin: &DefaultMQAdminExt, o: &Opts) -> Result<String, String> {
+    let deadline = Instant::now() + o.wait;
+    loop {
+        let last = match RouteAdmin::examine_broker_cluster_info(admin).await {
+            Ok(ci) => {
+                let members = ci.cluster_addr_table.as_ref().and_then(|t| t.get(o.cluster.as_str()));
+                let data = ci.broker_addr_table.as_ref().and_then(|t| t.get(o.broker_name.as_str()));
+                match (members, data.and_then(|b| b.broker_addrs().get(&0))) {
+                    (Some(m), Some(addr)) if m.iter().any(|n| n.as_str() == o.broker_name) => {
+                        return Ok(addr.to_string());
+                    }
+                    _ => format!(
+                        "{} not a master of {}: clusters {:?}, brokers {:?}",
+                        o.broker_name,
+                        o.cluster,
+                        ci.cluster_addr_table,
+                        ci.broker_addr_table.map(|t| t.keys().cloned().collect::<Vec<_>>())
+                    ),
+                }
+            }
+            Err(e) => show(e),
+        };
+        if Instant::now() >= deadline {
+            return Err(format!("after {} s: {last}", o.wait.as_secs()));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The checks
 // ---------------------------------------------------------------------------------------------
@@ -333,33 +378,9 @@ async fn checks(admin: &DefaultMQAdminExt, rt: &Arc<ClientRuntime>, o: &Opts, st
     let mut master: Option<String> = None;
     steps
         .run("cluster_list", GET_BROKER_CLUSTER_INFO, async {
-            let deadline = Instant::now() + o.wait;
-            loop {
-                let last = match RouteAdmin::examine_broker_cluster_info(admin).await {
-                    Ok(ci) => {
-                        let members = ci.cluster_addr_table.as_ref().and_then(|t| t.get(o.cluster.as_str()));
-                        let data = ci.broker_addr_table.as_ref().and_then(|t| t.get(o.broker_name.as_str()));
-                        match (members, data.and_then(|b| b.broker_addrs().get(&0))) {
-                            (Some(m), Some(addr)) if m.iter().any(|n| n.as_str() == o.broker_name) => {
-                                master = Some(addr.to_string());
-                                return Ok(format!("{}/{} master {addr}", o.cluster, o.broker_name));
-                            }
-                            _ => format!(
-                                "{} not a master of {}: clusters {:?}, brokers {:?}",
-                                o.broker_name,
-                                o.cluster,
-                                ci.cluster_addr_table,
-                                ci.broker_addr_table.map(|t| t.keys().cloned().collect::<Vec<_>>())
-                            ),
-                        }
-                    }
-                    Err(e) => show(e),
-                };
-                if Instant::now() >= deadline {
-                    return Err(format!("after {} s: {last}", o.wait.as_secs()));
-                }
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
+            let addr = find_master(admin, o).await?;
+            master = Some(addr.clone());
+            Ok(format!("{}/{} master {addr}", o.cluster, o.broker_name))
         })
         .await;
 
@@ -839,8 +860,10 @@ fn run(mode: Mode) -> i32 {
                     Ok(()) => steps.record("admin_start", "none", started, Ok("admin client started".into())),
                     Err(e) => steps.record("admin_start", "none", started, Err(show(e))),
                 };
-                if ok {
-                    checks(&admin, &client_rt, o, &mut steps).await;
+                match (&o.restarts, ok) {
+                    (Some(r), true) => restarts::run(&admin, &client_rt, o, r, &mut steps).await,
+                    (None, true) => checks(&admin, &client_rt, o, &mut steps).await,
+                    _ => {}
                 }
                 admin.shutdown().await;
             }
