@@ -8,6 +8,7 @@
 
 mod guard;
 pub mod properties;
+pub mod reload;
 pub mod settings;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -98,6 +99,8 @@ pub struct Config {
     pub config_file: Option<PathBuf>,
     /// Keys UPDATE_NAMESRV_CONFIG refuses (fixed at start, as in Java).
     black_list: BTreeSet<String>,
+    /// The environment the defaults came from, for a reload (issue 15).
+    env: Env,
 }
 
 impl Config {
@@ -192,6 +195,7 @@ impl Config {
             shown_extensions,
             config_file: None,
             black_list,
+            env: env.clone(),
         })
     }
 

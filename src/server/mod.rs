@@ -6,6 +6,7 @@
 //! after the grace period, whichever is first.
 
 mod budget;
+mod config_reload;
 mod connection;
 pub mod handover;
 mod log_limit;
@@ -162,6 +163,12 @@ pub async fn run(
             cancel.child_token(),
         ));
     }
+    // --- Reload (issue 15): the config file follows SIGHUP too. ---
+    tracker.spawn(config_reload::run(
+        state.clone(),
+        config.reload.subscribe(),
+        cancel.child_token(),
+    ));
     // --- Warm restart (issue 15): periodic route snapshots. ---
     if let Some(snapshot) = &config.snapshot {
         tracker.spawn(snapshots::run(

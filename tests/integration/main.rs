@@ -25,6 +25,7 @@ mod nsadmin;
 mod process;
 mod protection;
 mod protocol;
+mod reload;
 mod restart;
 mod scale;
 mod shutdown;

@@ -1,0 +1,120 @@
+//! Reloading the config file (SIGHUP): what changed between the running configuration and
+//! the file as it reads now, and which of those changes can apply without a restart.
+//!
+//! The file is read and validated whole first; a file that does not read or parse changes
+//! nothing (the error names the file, the key and the value). The changes are then applied
+//! through [`Config::update`], the path of UPDATE_NAMESRV_CONFIG, so that a reload refuses
+//! exactly what that request refuses; keys on the update black list are not applied (they are
+//! named), and neither are keys that only take effect at a restart (named too): the running
+//! configuration keeps saying what the server actually does.
+
+use super::{Apply, Config, ConfigError, Settings};
+
+/// What a reload would do.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReloadPlan {
+    /// Changed keys applied now, with their new values (as UPDATE_NAMESRV_CONFIG applies them).
+    pub apply: Vec<(String, String)>,
+    /// Changed keys that take effect only at a restart; not applied.
+    pub restart: Vec<String>,
+    /// Changed keys on the update black list; not applied.
+    pub refused: Vec<String>,
+}
+
+impl ReloadPlan {
+    /// Whether the file changes nothing at all.
+    pub fn is_empty(&self) -> bool {
+        self.apply.is_empty() && self.restart.is_empty() && self.refused.is_empty()
+    }
+}
+
+impl Config {
+    /// Reads the file this configuration came from again (`-c`, else the persisted
+    /// `configStorePath`), with the same environment.
+    pub fn reread(&self) -> Result<Config, ConfigError> {
+        Config::load(self.config_file.as_deref(), &self.env)
+    }
+
+    /// What changed from `self` to `fresh`.
+    pub fn reload_plan(&self, fresh: &Config) -> ReloadPlan {
+        let mut plan = ReloadPlan::default();
+        let (now, then) = (self.all_properties(), fresh.all_properties());
+        for info in Settings::KEYS {
+            let value = fresh.settings.get(info.name);
+            if value == self.settings.get(info.name) {
+                continue;
+            }
+            let name = info.name.to_owned();
+            if self.black_list.contains(info.name) {
+                plan.refused.push(name);
+            } else if info.apply == Apply::Restart {
+                plan.restart.push(name);
+            } else {
+                plan.apply.push((name, value.unwrap_or_default()));
+            }
+        }
+        // Extra properties the file already had are updated, as UPDATE_NAMESRV_CONFIG does.
+        for (key, value) in &fresh.extra {
+            if self.extra.contains_key(key) && now.get(key) != then.get(key) {
+                if self.black_list.contains(key) {
+                    plan.refused.push(key.clone());
+                } else {
+                    plan.apply.push((key.clone(), value.clone()));
+                }
+            }
+        }
+        plan
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Env, properties};
+    use super::*;
+
+    fn env() -> Env {
+        Env {
+            home: "/home/rocketmq".into(),
+            rocketmq_home: None,
+        }
+    }
+
+    fn config(text: &str) -> Config {
+        Config::from_properties(&properties::parse(text).unwrap(), "f", &env()).unwrap()
+    }
+
+    #[test]
+    fn live_keys_apply_and_the_others_are_named() {
+        let now = config("extraKey=1\nconfigBlackList=enableTopicList;configBlackList\n");
+        let fresh = config(
+            "extraKey=2\nconfigBlackList=enableTopicList;configBlackList\norderMessageEnable=true\n\
+             listenPort=1234\nenableTopicList=false\nkvConfigPath=/elsewhere\nevictionProtectionMinBrokers=5\n",
+        );
+        let plan = now.reload_plan(&fresh);
+        assert_eq!(
+            plan.apply,
+            [
+                ("orderMessageEnable".to_owned(), "true".to_owned()),
+                ("evictionProtectionMinBrokers".to_owned(), "5".to_owned()),
+                ("extraKey".to_owned(), "2".to_owned()),
+            ]
+        );
+        assert_eq!(plan.restart, ["listenPort"]);
+        assert_eq!(plan.refused, ["kvConfigPath", "enableTopicList"]);
+        let mut applied = now.clone();
+        applied.update(&plan.apply).unwrap();
+        assert!(applied.settings.order_message_enable);
+        assert_eq!(applied.settings.listen_port, 9876);
+        assert!(now.reload_plan(&now).is_empty());
+    }
+
+    #[test]
+    fn a_removed_line_returns_the_key_to_its_default() {
+        let now = config("orderMessageEnable=true\n");
+        let plan = now.reload_plan(&config(""));
+        assert_eq!(
+            plan.apply,
+            [("orderMessageEnable".to_owned(), "false".to_owned())]
+        );
+    }
+}
