@@ -47,6 +47,7 @@ pub mod http;
 pub mod java_str;
 pub mod kv;
 pub mod metrics;
+pub mod peers;
 pub mod protocol;
 pub mod reload;
 pub mod server;

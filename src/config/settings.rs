@@ -337,6 +337,17 @@ settings! {
     /// Milliseconds between periodic route snapshots (written only when routes or
     /// heartbeats changed).
     "routeSnapshotIntervalMillis" => route_snapshot_interval_millis: i64 = |_: &Env| 10_000, Extension, Restart;
+
+    // --- Operations (issue 15): peer checks (`crate::peers`). ---
+    /// The cluster's name servers, this one may be among them (`host:port;host:port`):
+    /// each is asked at an interval for its brokers and their data versions.
+    "namesrvPeers" => namesrv_peers: String = |_: &Env| String::new(), Extension, Live;
+    /// Milliseconds between two rounds of peer checks.
+    "peerCheckIntervalMillis" => peer_check_interval_millis: i64 = |_: &Env| 10_000, Extension, Live;
+    /// A broker registered here that a peer lacks or holds at an older data version is
+    /// reported once the difference has lasted this many milliseconds (one broker heartbeat
+    /// period by default).
+    "peerDivergenceAfterMillis" => peer_divergence_after_millis: i64 = |_: &Env| 30_000, Extension, Live;
 }
 
 /// What the name server does with request signatures (`authMode`).
@@ -529,6 +540,25 @@ impl Settings {
             self.route_snapshot_interval_millis.to_string(),
             "expected at least 100 milliseconds",
         )?;
+        check(
+            self.peer_check_interval_millis >= 100,
+            "peerCheckIntervalMillis",
+            self.peer_check_interval_millis.to_string(),
+            "expected at least 100 milliseconds",
+        )?;
+        check(
+            self.peer_divergence_after_millis >= 0,
+            "peerDivergenceAfterMillis",
+            self.peer_divergence_after_millis.to_string(),
+            "expected a non-negative number of milliseconds",
+        )?;
+        if let Err(reason) = parse_addr_list(&self.namesrv_peers) {
+            return Err((
+                "namesrvPeers",
+                self.namesrv_peers.clone(),
+                ValueError(reason),
+            ));
+        }
         // Mass-eviction protection (issue 17).
         check(
             (1..=99).contains(&self.eviction_protection_threshold_percent),

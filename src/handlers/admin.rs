@@ -14,6 +14,10 @@ use crate::state::protection::HELD_BROKERS_KEY;
 pub fn get_config(ctx: &mut Context<'_>, _req: &RemotingCommand) -> HandlerResult {
     let held = ctx.state.eviction_protection().held;
     let status = (held > 0).then(|| (HELD_BROKERS_KEY.to_owned(), held.to_string()));
+    // Peer checks (issue 15): divergent brokers and unreachable peers, when there are any.
+    let status = status
+        .into_iter()
+        .chain(ctx.state.peer_report().status_lines());
     let text = ctx.state.config().render(status);
     Ok(RemotingCommand::success().with_body(text.into_bytes()))
 }

@@ -12,6 +12,7 @@ use crate::protocol::body::{DataVersion, DecodeOptions, RegisterBody, lenient};
 use crate::protocol::code::{response, version};
 use crate::protocol::{ExtFields, RemotingCommand};
 use crate::state::RouteTable;
+use crate::state::peering::{NODE_FIELD, PEER_CHECK_FIELD};
 use crate::state::route_table::register::{
     BodyInput, RegisterError, RegisterOutcome, RegisterSettings, Registration,
 };
@@ -207,11 +208,15 @@ pub fn query_data_version(ctx: &mut Context<'_>, req: &RemotingCommand) -> Handl
         ),
         None => None,
     };
+    // A peer name server's check (issue 15) is no heartbeat of the broker it names.
+    let peer_check = req.ext(PEER_CHECK_FIELD).is_some();
     let stored = {
         let mut routes = ctx.state.routes_mut();
         let stored = routes.data_version(cluster, addr);
-        routes.touch_broker(cluster, addr, ctx.now);
-        adopt_restored(ctx, &mut routes, cluster, addr);
+        if !peer_check {
+            routes.touch_broker(cluster, addr, ctx.now);
+            adopt_restored(ctx, &mut routes, cluster, addr);
+        }
         stored
     };
     let changed = match (&stored, &sent) {
@@ -220,6 +225,9 @@ pub fn query_data_version(ctx: &mut Context<'_>, req: &RemotingCommand) -> Handl
     };
     let mut fields = ExtFields::new();
     fields.insert("changed", changed.to_string());
+    if peer_check {
+        fields.insert(NODE_FIELD, ctx.state.node_id().to_string());
+    }
     let mut resp = RemotingCommand::success().with_ext_fields(fields);
     if let Some(stored) = stored {
         resp = resp.with_body(Bytes::from(stored.to_json()));

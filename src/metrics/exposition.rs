@@ -47,6 +47,7 @@ impl Collector for Scrape {
         encode_requests(&mut enc, metrics)?;
         encode_connections(&mut enc, metrics)?;
         encode_state(&mut enc, state)?;
+        encode_peers(&mut enc, state)?;
         encode_events(&mut enc, metrics)?;
         if let Some(stats) = self.1.stats() {
             encode_auth(&mut enc, &stats)?;
@@ -283,6 +284,37 @@ fn encode_state(enc: &mut DescriptorEncoder<'_>, state: &Namesrv) -> Result {
         "namesrv_route_cache_misses",
         "Route lookups that encoded the route (first lookup after a change, or zone-filtered).",
         counts.cache_misses,
+    )
+}
+
+// --- Peer checks (issue 15; `crate::peers`): one series per configured peer. ---
+fn encode_peers(enc: &mut DescriptorEncoder<'_>, state: &Namesrv) -> Result {
+    let report = state.peer_report();
+    let peers: Vec<_> = report.peers.iter().filter(|p| !p.is_self).collect();
+    labelled(
+        enc,
+        (
+            "namesrv_peer_reachable",
+            "Whether the last peer check could ask this name server of namesrvPeers (1) or not (0).",
+            "peer",
+        ),
+        MetricType::Gauge,
+        peers
+            .iter()
+            .map(|p| (p.peer.as_str(), u64::from(p.unreachable.is_none()))),
+    )?;
+    labelled(
+        enc,
+        (
+            "namesrv_peer_divergent_brokers",
+            "Brokers registered here that this peer lacks or holds at an older data version, for longer than peerDivergenceAfterMillis.",
+            "peer",
+        ),
+        MetricType::Gauge,
+        peers.iter().map(|p| {
+            let n = report.divergent.iter().filter(|d| d.peer == p.peer).count();
+            (p.peer.as_str(), n as u64)
+        }),
     )
 }
 

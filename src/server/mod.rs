@@ -169,6 +169,8 @@ pub async fn run(
         config.reload.subscribe(),
         cancel.child_token(),
     ));
+    // --- Peer checks (issue 15): divergence from the other name servers. ---
+    tracker.spawn(crate::peers::run(state.clone(), cancel.child_token()));
     // --- Warm restart (issue 15): periodic route snapshots. ---
     if let Some(snapshot) = &config.snapshot {
         tracker.spawn(snapshots::run(

@@ -6,6 +6,7 @@
 //! knows about sockets; connections appear only as [`ConnId`]s.
 
 pub mod housekeeping;
+pub mod peering;
 pub mod protection;
 pub mod readiness;
 pub mod route_cache;
@@ -54,6 +55,8 @@ struct Shared {
     /// Set when shutdown closes every connection: from then on a closing connection no
     /// longer unregisters its brokers, so the final route snapshot keeps them (issue 15).
     routes_frozen: AtomicBool,
+    /// This node among its peers, and the last report of the peer checks (issue 15).
+    peering: peering::Peering,
 }
 
 impl Namesrv {
@@ -71,6 +74,7 @@ impl Namesrv {
                 metrics: Metrics::default(),
                 shutting_down: AtomicBool::new(false),
                 routes_frozen: AtomicBool::new(false),
+                peering: peering::Peering::new(),
             }),
         }
     }

@@ -22,6 +22,7 @@ mod kv;
 mod kv_limits;
 mod logs;
 mod nsadmin;
+mod peers;
 mod process;
 mod protection;
 mod protocol;

@@ -48,6 +48,28 @@ pub struct Parts {
     pub mappings: Vec<(Name, Vec<(Name, MappingInfo)>)>,
 }
 
+/// A broker registered on this node, as the peer checks compare it ([`crate::peers`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveBroker {
+    /// Its cluster.
+    pub cluster: String,
+    /// Its group.
+    pub name: String,
+    /// Its id in the group.
+    pub id: i64,
+    /// Its address.
+    pub addr: String,
+    /// The data version of its last registration.
+    pub data_version: DataVersion,
+}
+
+impl LiveBroker {
+    /// The key peers list it under: group name and address.
+    pub fn key(&self) -> (String, String) {
+        (self.name.clone(), self.addr.clone())
+    }
+}
+
 /// The connection id of a broker restored from parts: no connection has it, so only the
 /// broker's next registration, its timeout or UNREGISTER_BROKER removes it.
 pub const NO_CONNECTION: ConnId = ConnId(0);
@@ -152,6 +174,38 @@ impl RouteTable {
         t.filter_servers.extend(parts.filter_servers);
         t.mappings.extend(parts.mappings);
         t
+    }
+
+    /// Every live broker with the group and id it is listed under (brokers no group lists
+    /// are left out: no peer could list them either).
+    pub fn live_brokers(&self) -> Vec<LiveBroker> {
+        let mut out = Vec::new();
+        for group in self.brokers.values() {
+            for (id, addr) in &group.data.addrs {
+                let key = BrokerAddr {
+                    cluster: group.data.cluster.clone(),
+                    addr: addr.clone(),
+                };
+                let live = self.live.get(&key).or_else(|| {
+                    // Registered under another cluster than the group's first one.
+                    self.live
+                        .iter()
+                        .find(|(k, _)| k.addr == *addr)
+                        .map(|(_, l)| l)
+                });
+                if let Some(live) = live {
+                    out.push(LiveBroker {
+                        cluster: group.data.cluster.to_string(),
+                        name: group.data.broker_name.to_string(),
+                        id: *id,
+                        addr: addr.to_string(),
+                        data_version: live.data_version,
+                    });
+                }
+            }
+        }
+        out.sort_by_key(LiveBroker::key);
+        out
     }
 
     /// A number that changes whenever anything a snapshot holds changes, heartbeats
