@@ -7,7 +7,7 @@ use crate::error::HandlerError;
 use crate::handlers::{self, Context};
 use crate::metrics::{Registration, Write};
 use crate::protocol::RemotingCommand;
-use crate::protocol::code::{request as rc, response};
+use crate::protocol::code::{request as rc, response, version};
 use crate::state::route_table::query::UnitFilter;
 
 /// Handles one request that passed (or, when `auth` is off, skipped) the auth gate. Returns
@@ -25,6 +25,17 @@ pub fn dispatch(
             "ignoring a response frame"
         );
         return None;
+    }
+    // --- Graceful shutdown (issue 15): as Java, before anything else, clients newer than
+    // 5.3.1 are told to go away while the server shuts down (`enableShutdownGracefully`);
+    // their request is not handled. ---
+    if ctx.state.going_away() && req.version > version::V5_3_1 {
+        if req.is_oneway() {
+            return None;
+        }
+        let mut resp = RemotingCommand::error(response::GO_AWAY, "please go away");
+        resp.opaque = req.opaque;
+        return Some(resp);
     }
     // --- authentication (auth/) ---
     let ticket = match auth.admit(req, ctx.peer) {

@@ -79,6 +79,15 @@ fn tune_malloc() {}
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 async fn trim_every_second() {}
 
+/// Completes when the server should stop: SIGINT/SIGTERM, or SIGUSR2 from a new process
+/// that takes the port over (the server then hands over without the GO_AWAY wait).
+async fn shutdown(state: Namesrv) {
+    tokio::select! {
+        () = namesrv::shutdown::signal() => {}
+        () = namesrv::shutdown::handover() => state.hand_over(),
+    }
+}
+
 /// How much longer than its grace period a server being taken over may take to exit.
 const TAKEOVER_MARGIN: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -171,7 +180,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             listeners,
             state.clone(),
             server_config,
-            namesrv::shutdown::signal(),
+            shutdown(state.clone()),
         )
         .await?;
         // Leave the KV file complete, as Java's, for whatever starts next on it.

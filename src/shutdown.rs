@@ -1,5 +1,6 @@
 //! Shutdown signals: the first SIGINT or SIGTERM starts a graceful shutdown; a second one
-//! ends the process at once.
+//! ends the process at once. SIGUSR2 asks the server to hand over to a new process that
+//! takes over its port (`namesrv --takeover`, see [`crate::server::handover`]).
 
 /// Completes on the first SIGINT or SIGTERM, and arranges for a second one to exit the
 /// process immediately with status 130.
@@ -11,6 +12,21 @@ pub async fn signal() {
         tracing::warn!("second signal: exiting now");
         std::process::exit(130);
     });
+}
+
+/// Completes on SIGUSR2: a new server process is taking over (never, where there is none).
+pub async fn handover() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut usr2) = signal(SignalKind::user_defined2())
+            && usr2.recv().await.is_some()
+        {
+            tracing::info!("SIGUSR2: a new server takes over; handing over now");
+            return;
+        }
+    }
+    std::future::pending().await
 }
 
 #[cfg(unix)]

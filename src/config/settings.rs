@@ -267,10 +267,11 @@ settings! {
     "serverNettyWorkerGroupEnable" => server_netty_worker_group_enable: bool = |_: &Env| true, Netty, Ignored;
     /// Netty allocator choice (not used).
     "serverPooledByteBufAllocatorEnable" => server_pooled_byte_buf_allocator_enable: bool = |_: &Env| true, Netty, Ignored;
-    /// Java's GO_AWAY shutdown mode (not used: see `shutdownGracePeriodMillis`).
-    "enableShutdownGracefully" => enable_shutdown_gracefully: bool = |_: &Env| false, Netty, Ignored;
-    /// Java's GO_AWAY period (not used).
-    "shutdownWaitTimeSeconds" => shutdown_wait_time_seconds: i32 = |_: &Env| 30, Netty, Ignored;
+    /// On SIGTERM, keep serving for `shutdownWaitTimeSeconds` and answer clients newer than
+    /// 5.3.1 with `GO_AWAY` meanwhile, as Java does, so that they move to another node.
+    "enableShutdownGracefully" => enable_shutdown_gracefully: bool = |_: &Env| false, Netty, Live;
+    /// Length of the `GO_AWAY` period of `enableShutdownGracefully`, in seconds.
+    "shutdownWaitTimeSeconds" => shutdown_wait_time_seconds: i32 = |_: &Env| 30, Netty, Live;
     /// Netty epoll transport (not used).
     "useEpollNativeSelector" => use_epoll_native_selector: bool = |_: &Env| false, Netty, Ignored;
 
@@ -534,6 +535,12 @@ impl Settings {
             "expected a positive number",
         )?;
         // Operations (issue 15).
+        check(
+            self.shutdown_wait_time_seconds >= 0,
+            "shutdownWaitTimeSeconds",
+            self.shutdown_wait_time_seconds.to_string(),
+            "expected a non-negative number of seconds",
+        )?;
         check(
             self.route_snapshot_interval_millis >= 100,
             "routeSnapshotIntervalMillis",

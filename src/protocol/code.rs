@@ -49,6 +49,9 @@ pub mod response {
     pub const TOPIC_NOT_EXIST: i32 = 17;
     /// A KV lookup missed.
     pub const QUERY_NOT_FOUND: i32 = 22;
+    /// `GO_AWAY`: the server is shutting down gracefully (`enableShutdownGracefully`); the
+    /// client should reconnect and send the request again, elsewhere.
+    pub const GO_AWAY: i32 = 1500;
 }
 
 /// `MQVersion.Version` ordinals that change the name server's behaviour (PROTOCOL.md §6).
@@ -59,6 +62,8 @@ pub mod version {
     pub const V4_9_4: i32 = 401;
     /// `V5_0_0`: compressed registration bodies carry the static-topic mapping section.
     pub const V5_0_0: i32 = 413;
+    /// `V5_3_1`: a server shutting down gracefully answers `GO_AWAY` only to newer clients.
+    pub const V5_3_1: i32 = 475;
     /// `V5_3_3`: the version this server stamps on its responses, as Java 5.3.3 does.
     pub const CURRENT: i32 = 479;
 

@@ -11,7 +11,9 @@
 //!    port's `SO_REUSEPORT` group that sends every new connection to the newest socket (its
 //!    own): from then on the kernel queues new connections for the new process, which does
 //!    not accept them yet;
-//! 2. it sends the old process SIGTERM: the old one accepts what was already queued for it,
+//! 2. it sends the old process SIGUSR2: the old one (skipping the GO_AWAY wait of
+//!    `enableShutdownGracefully`, whose clients would only wait in the new one's queue)
+//!    accepts what was already queued for it,
 //!    closes its listener, answers what its connections had sent, writes its final route
 //!    snapshot and KV file, and exits;
 //! 3. once the old process is gone, the new one loads the KV store and the snapshot and
@@ -186,14 +188,14 @@ fn running_namesrv(pid: u32) -> bool {
     &stat[open + 1..close] == "namesrv" && !matches!(state, Some('Z' | 'X') | None)
 }
 
-/// Asks the server `pid` to stop (SIGTERM) and waits, at most `patience`, until it has
+/// Asks the server `pid` to hand over (SIGUSR2) and waits, at most `patience`, until it has
 /// exited (steps 2 and 3 of a takeover).
 pub async fn retire(pid: u32, patience: Duration) -> Result<(), TakeoverError> {
     if !running_namesrv(pid) {
         return Err(TakeoverError::NotNamesrv(pid));
     }
     let target = nix::unistd::Pid::from_raw(pid as i32);
-    nix::sys::signal::kill(target, nix::sys::signal::Signal::SIGTERM).map_err(|e| {
+    nix::sys::signal::kill(target, nix::sys::signal::Signal::SIGUSR2).map_err(|e| {
         TakeoverError::Signal {
             pid,
             source: e.into(),

@@ -20,6 +20,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -119,6 +120,18 @@ impl Connections {
     }
 }
 
+/// How long a shutdown starting now keeps serving and answers `GO_AWAY` first: Java's
+/// `shutdownWaitTimeSeconds` when `enableShutdownGracefully` is on, except when a new
+/// process takes over (its clients wait in its queue meanwhile).
+fn go_away_wait(state: &Namesrv) -> Duration {
+    let config = state.config();
+    let s = &config.settings;
+    if !s.enable_shutdown_gracefully || state.handing_over() {
+        return Duration::ZERO;
+    }
+    Duration::from_secs(s.shutdown_wait_time_seconds.max(0) as u64)
+}
+
 /// Serves `listeners` until `shutdown` completes, then drains within the grace period. The
 /// HTTP side door keeps answering (not ready) until the remoting connections have drained.
 pub async fn run(
@@ -205,21 +218,33 @@ pub async fn run(
     }
     let mut refusals = LogLimit::new(Duration::from_secs(10));
     tokio::pin!(shutdown);
-    // Upgrade (issue 15): once shutdown begins, connections the kernel already queued for
-    // this listener are still accepted (and answered), until none came for a moment, rather
-    // than reset when it closes; a takeover steers every new one to the new server.
+    // Graceful shutdown and upgrade (issue 15). With `enableShutdownGracefully` the server
+    // first keeps serving for `shutdownWaitTimeSeconds`, telling newer clients to go away,
+    // as Java does. Then connections the kernel already queued for this listener are still
+    // accepted (and answered) until none came for a moment, rather than reset when it
+    // closes; a takeover steers every new one to the new server.
     let mut closing = None;
-    let far = tokio::time::Instant::now() + Duration::from_secs(86_400 * 365);
+    let far = Instant::now() + Duration::from_secs(86_400 * 365);
+    let mut quiet_from = far;
     loop {
         tokio::select! {
             _ = &mut shutdown, if closing.is_none() => {
                 state.begin_shutdown();
-                closing = Some(tokio::time::Instant::now() + handover::QUEUE_DRAIN_MAX);
+                let wait = go_away_wait(&state);
+                if !wait.is_zero() {
+                    state.go_away();
+                    tracing::info!(?wait, "shutting down gracefully: clients newer than 5.3.1 are told to go away");
+                }
+                quiet_from = Instant::now() + wait;
+                closing = Some(quiet_from + handover::QUEUE_DRAIN_MAX);
                 continue;
             }
-            _ = tokio::time::sleep(handover::QUEUE_QUIET), if closing.is_some() => break,
+            _ = tokio::time::sleep_until(quiet_from + handover::QUEUE_QUIET), if closing.is_some() => break,
             _ = tokio::time::sleep_until(closing.unwrap_or(far)) => break,
             accepted = listener.accept() => {
+                if closing.is_some() {
+                    quiet_from = quiet_from.max(Instant::now());
+                }
                 let (stream, peer) = match accepted {
                     Ok(pair) => pair,
                     Err(e) => {

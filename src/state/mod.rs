@@ -55,6 +55,11 @@ struct Shared {
     /// Set when shutdown closes every connection: from then on a closing connection no
     /// longer unregisters its brokers, so the final route snapshot keeps them (issue 15).
     routes_frozen: AtomicBool,
+    /// Set while a graceful shutdown tells newer clients to go away (`GO_AWAY`, issue 15).
+    going_away: AtomicBool,
+    /// Set when a new server process takes over (issue 15): the shutdown skips the GO_AWAY
+    /// wait, since the clients it would send away are queued for the new process.
+    handing_over: AtomicBool,
     /// This node among its peers, and the last report of the peer checks (issue 15).
     peering: peering::Peering,
 }
@@ -74,6 +79,8 @@ impl Namesrv {
                 metrics: Metrics::default(),
                 shutting_down: AtomicBool::new(false),
                 routes_frozen: AtomicBool::new(false),
+                going_away: AtomicBool::new(false),
+                handing_over: AtomicBool::new(false),
                 peering: peering::Peering::new(),
             }),
         }
@@ -190,6 +197,26 @@ impl Namesrv {
     /// Whether [`Namesrv::freeze_routes`] was called.
     pub fn routes_frozen(&self) -> bool {
         self.inner.routes_frozen.load(Ordering::Acquire)
+    }
+
+    /// From now on, requests of clients newer than 5.3.1 are answered `GO_AWAY`.
+    pub fn go_away(&self) {
+        self.inner.going_away.store(true, Ordering::Release);
+    }
+
+    /// Whether [`Namesrv::go_away`] was called.
+    pub fn going_away(&self) -> bool {
+        self.inner.going_away.load(Ordering::Acquire)
+    }
+
+    /// A new server process takes over: the coming shutdown hands over at once.
+    pub fn hand_over(&self) {
+        self.inner.handing_over.store(true, Ordering::Release);
+    }
+
+    /// Whether [`Namesrv::hand_over`] was called.
+    pub fn handing_over(&self) -> bool {
+        self.inner.handing_over.load(Ordering::Acquire)
     }
 
     /// The eviction-protection settings in force now.

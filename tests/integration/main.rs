@@ -17,6 +17,7 @@ mod config_update;
 mod crash;
 mod deploy;
 mod ext_fields;
+mod go_away;
 mod http;
 mod kv;
 mod kv_limits;

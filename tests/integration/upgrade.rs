@@ -138,11 +138,16 @@ async fn client(addr: SocketAddr, reuse: bool, stop: Arc<AtomicBool>, tally: Arc
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_takeover_refuses_no_connection_and_fails_no_request() {
     let dir = tempfile::tempdir().unwrap();
-    let conf = spawned::config(dir.path(), "");
+    // GO_AWAY is on: a handover must skip its wait (the lookups would fail with GO_AWAY).
+    let graceful = "enableShutdownGracefully=true\nshutdownWaitTimeSeconds=30";
+    let conf = spawned::config(dir.path(), graceful);
     let old = Spawned::start(&conf, dir.path(), &[]);
     let addr = old.addr;
     // The new server's file names the port the old one got.
-    let conf = spawned::config(dir.path(), &format!("listenPort={}", addr.port()));
+    let conf = spawned::config(
+        dir.path(),
+        &format!("{graceful}\nlistenPort={}", addr.port()),
+    );
     let mut broker = TestClient::connect(addr).await;
     register(
         &mut broker,
