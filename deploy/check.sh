@@ -16,7 +16,11 @@ fail() { echo "FAIL $*"; failed=1; }
 pass() { echo "PASS $*"; }
 
 # --- systemd ---------------------------------------------------------------------------------
-command -v systemd-analyze >/dev/null || { echo "systemd-analyze is required (Debian: systemd)"; exit 2; }
+if ! command -v systemd-analyze >/dev/null; then
+    echo "installing systemd (for systemd-analyze)"
+    { timeout 600 apt-get update -qq && timeout 600 apt-get install -y -qq --no-install-recommends systemd; } >/dev/null ||
+        { echo "systemd-analyze is required (Debian: apt-get install systemd)"; exit 2; }
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # verify insists that ExecStart's program exists: point it at a built binary, if any, else at

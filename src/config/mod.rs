@@ -167,6 +167,10 @@ impl Config {
                 }
             }
         }
+        // Warm restart (issue 15): the snapshot's default place follows kvConfigPath.
+        if settings.route_snapshot_path.is_empty() {
+            settings.route_snapshot_path = settings.route_snapshot_file().display().to_string();
+        }
         settings
             .validate()
             .map_err(|(key, value, e)| ConfigError::Value {

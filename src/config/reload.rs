@@ -99,13 +99,37 @@ mod tests {
                 ("extraKey".to_owned(), "2".to_owned()),
             ]
         );
-        assert_eq!(plan.restart, ["listenPort"]);
+        // The snapshot's default place follows kvConfigPath, which moved.
+        assert_eq!(plan.restart, ["listenPort", "routeSnapshotPath"]);
         assert_eq!(plan.refused, ["kvConfigPath", "enableTopicList"]);
         let mut applied = now.clone();
         applied.update(&plan.apply).unwrap();
         assert!(applied.settings.order_message_enable);
         assert_eq!(applied.settings.listen_port, 9876);
         assert!(now.reload_plan(&now).is_empty());
+    }
+
+    #[test]
+    fn the_snapshot_path_defaults_beside_kv_config_path() {
+        let c = config("kvConfigPath=/data/ns/kv.json\n");
+        assert_eq!(c.settings.route_snapshot_path, "/data/ns/routes.snapshot");
+        assert!(
+            c.render_effective()
+                .contains("routeSnapshotPath=/data/ns/routes.snapshot\n")
+        );
+        assert!(
+            !c.render([]).contains("routeSnapshotPath"),
+            "listed only once set"
+        );
+        let set = config("kvConfigPath=/data/ns/kv.json\nrouteSnapshotPath=/elsewhere/r\n");
+        assert_eq!(
+            set.settings.route_snapshot_file(),
+            std::path::Path::new("/elsewhere/r")
+        );
+        assert_eq!(
+            config("").settings.route_snapshot_path,
+            "/home/rocketmq/namesrv/routes.snapshot"
+        );
     }
 
     #[test]
