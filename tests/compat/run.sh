@@ -86,6 +86,7 @@ NS_PID=""
 NS_SIGNED_PID=""
 NS_ADDR_PID=""
 BROKER_PID=""
+BROKER_STORE=""
 PROM_PID=""
 
 stop_pid() { # pid name grace-seconds
@@ -110,6 +111,7 @@ cleanup() {
   stop_pid "$NS_PID" namesrv 15
   stop_pid "$NS_SIGNED_PID" namesrv-signed 15
   stop_pid "$NS_ADDR_PID" namesrv-by-address 15
+  [ -z "$BROKER_STORE" ] || rm -rf "$BROKER_STORE"
   if [ "$FAILED" -eq 0 ] && [ "$rc" -eq 0 ] && [ "${NAMESRV_COMPAT_KEEP:-0}" != 1 ]; then
     rm -rf "$WORK"
   else
@@ -377,14 +379,24 @@ fi
 
 if wanted rust; then
   BROKER_DIR="$WORK/rust-broker"
-  mkdir -p "$BROKER_DIR/home" "$BROKER_DIR/store"
+  mkdir -p "$BROKER_DIR/home"
+  # The broker refuses to start when the disk of its store is about 90% used (it counts the
+  # filesystem's reserved blocks), which a shared build machine reaches: its small store goes
+  # to tmpfs when there is one.
+  if BROKER_STORE=$(mktemp -d /dev/shm/namesrv-compat-broker.XXXXXX 2>/dev/null); then
+    store_dir=$BROKER_STORE
+  else
+    BROKER_STORE=""
+    store_dir="$BROKER_DIR/store"
+    mkdir -p "$store_dir"
+  fi
   # rocketmq-rust broker configuration (TOML): one master on loopback, small store files.
   cat > "$BROKER_DIR/broker.toml" <<EOF
 [broker]
 namesrvAddr = "$BROKER_NAMESRVS"
 brokerIp1 = "127.0.0.1"
 listenPort = $BROKER_PORT
-storePathRootDir = "$BROKER_DIR/store"
+storePathRootDir = "$store_dir"
 autoCreateTopicEnable = true
 
 [broker.brokerIdentity]
@@ -397,7 +409,7 @@ bindAddress = "127.0.0.1"
 
 [store]
 storeType = "LocalFile"
-storePathRootDir = "$BROKER_DIR/store"
+storePathRootDir = "$store_dir"
 brokerRole = "ASYNC_MASTER"
 haListenAddress = "127.0.0.1"
 haListenPort = $((BROKER_PORT + 1))
