@@ -267,8 +267,9 @@ start_namesrv() {
   say "$(grep "boot success" "$WORK/logs/$name.out")"
 }
 
-start_namesrv namesrv "$NS_PORT" "httpListenPort=$HTTP_PORT
+NS_EXTRA="httpListenPort=$HTTP_PORT
 "
+start_namesrv namesrv "$NS_PORT" "$NS_EXTRA"
 NS_PID=$STARTED_PID
 
 if wanted prometheus; then
@@ -478,11 +479,11 @@ EOF
     sleep 12
     say "restarts[$label]: kill -9 of the name server (pid $NS_PID)"
     kill -KILL "$NS_PID"; wait "$NS_PID" 2>/dev/null || true
-    start_namesrv namesrv "$NS_PORT" "$(cat "$extra")"; NS_PID=$STARTED_PID
+    start_namesrv namesrv "$NS_PORT" "$NS_EXTRA$(cat "$extra")"; NS_PID=$STARTED_PID
     sleep 5
     say "restarts[$label]: graceful restart (SIGTERM to pid $NS_PID)"
     stop_pid "$NS_PID" namesrv 15; wait "$NS_PID" 2>/dev/null || true
-    start_namesrv namesrv "$NS_PORT" "$(cat "$extra")"; NS_PID=$STARTED_PID
+    start_namesrv namesrv "$NS_PORT" "$NS_EXTRA$(cat "$extra")"; NS_PID=$STARTED_PID
     sleep 5
     touch "$stop"
     local rc=0
@@ -502,6 +503,12 @@ EOF
     record "$name" "$rc" "$log" "$t0"
     RESULTS+=("$(grep -E '^RESULT ' "$log" | sed 's/^RESULT /        /' || true)")
   done
+  # The checks that follow want the name server the suite started, with the broker on it.
+  stop_pid "$NS_PID" namesrv 15; wait "$NS_PID" 2>/dev/null || true
+  start_namesrv namesrv "$NS_PORT" "$NS_EXTRA"; NS_PID=$STARTED_PID
+  check "rocketmq-broker-rust $BROKER_CRATE_VERSION known again after the restarts" 60 \
+    python3 "$FAKE" wait-broker "$NS" broker-a --timeout 45 --pid "$BROKER_PID" \
+      --label "rocketmq-broker-rust $BROKER_CRATE_VERSION"
 
   say "stopping the broker (pid $BROKER_PID)"
   stop_pid "$BROKER_PID" broker 30
