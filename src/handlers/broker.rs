@@ -152,6 +152,7 @@ pub fn register(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
     }
     ctx.registered_broker = true;
     ctx.registration = Some(applied);
+    ctx.state.metrics().note_clusters([cluster]);
     let mut resp = RemotingCommand::success().with_ext_fields(fields);
     if return_order_conf && let Some(table) = ctx.state.kv().list(ORDER_TOPIC_CONFIG) {
         resp = resp.with_body(table);

@@ -260,16 +260,23 @@ impl Metrics {
         &self,
         current: impl IntoIterator<Item = &'a Name>,
     ) -> Vec<Name> {
+        self.note_clusters(current.into_iter().map(|c| &**c));
+        self.clusters_seen.lock().iter().cloned().collect()
+    }
+
+    /// Gives `clusters` a series from now on (up to [`MAX_CLUSTER_SERIES`]). Registrations
+    /// and a restored route table call it, so that a cluster whose brokers all leave before
+    /// the next scrape still reads 0 rather than vanishing.
+    pub(crate) fn note_clusters<'a>(&self, clusters: impl IntoIterator<Item = &'a str>) {
         let mut seen = self.clusters_seen.lock();
-        for cluster in current {
+        for cluster in clusters {
             if seen.len() >= MAX_CLUSTER_SERIES {
                 break;
             }
             if !seen.contains(cluster) {
-                seen.insert(cluster.clone());
+                seen.insert(Name::from(cluster));
             }
         }
-        seen.iter().cloned().collect()
     }
 
     /// Evictions for `reason` since start.

@@ -548,3 +548,27 @@ async fn clients_that_never_finish_their_headers_cannot_keep_probes_out() {
     // Closed, possibly after a 408 answer: no request was ever served on it.
     assert!(!String::from_utf8_lossy(&buf[..n]).contains("200 OK"));
 }
+
+#[tokio::test]
+async fn a_cluster_that_empties_before_any_scrape_still_reads_zero() {
+    let server = server_with("").await;
+    let mut broker = server.client().await;
+    register(
+        &mut broker,
+        "broker-a",
+        "10.0.0.1:10911",
+        "0",
+        1,
+        &["A", "B"],
+    )
+    .await;
+    // The broker leaves before /metrics has ever been asked for.
+    drop(broker);
+    wait_for(&server, "/api/brokers", |r| r.body.trim() == "[]").await;
+    let m = ok(&server, "/metrics").await.body;
+    assert_eq!(
+        metric(&m, "namesrv_live_brokers{cluster=\"DefaultCluster\"}"),
+        Some(0.0),
+        "{m}"
+    );
+}

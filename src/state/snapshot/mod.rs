@@ -211,7 +211,10 @@ impl Namesrv {
             }
         };
         let (brokers, topics) = (parts.live.len(), parts.topics.len());
-        *self.routes_mut() = RouteTable::from_parts(parts, Instant::now());
+        let table = RouteTable::from_parts(parts, Instant::now());
+        self.metrics()
+            .note_clusters(table.counts().live_brokers.keys().map(|c| &**c));
+        *self.routes_mut() = table;
         tracing::info!(
             file = %file.display(),
             brokers,

@@ -158,6 +158,8 @@ async fn restore_uses_the_backup_when_the_file_is_damaged_and_never_fails() {
         }
     );
     assert_eq!(s.routes().all_topics().len(), 4);
+    // The restored clusters have their metric series even if they empty before a scrape.
+    assert!(!s.metrics().clusters_to_report([]).is_empty());
     // Truncated: the previous snapshot (`.bak`) is used.
     let bytes = std::fs::read(&path).unwrap();
     std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
