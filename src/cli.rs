@@ -23,6 +23,11 @@ pub struct Args {
     #[arg(short = 'n', long = "namesrvAddr", value_name = "ADDRS")]
     pub namesrv_addr: Option<String>,
 
+    /// A Java system property, e.g. `-Dtls.server.mode=enforcing` (bin/mqnamesrv passes those of
+    /// JAVA_OPT and JAVA_OPT_EXT). Only `tls.*` keys are used; others are accepted and ignored.
+    #[arg(short = 'D', value_name = "KEY=VALUE", action = clap::ArgAction::Append)]
+    pub system_properties: Vec<String>,
+
     /// Log filter, e.g. `info`, `debug`, `namesrv=trace`; RUST_LOG is used when absent.
     #[arg(long = "log-level", value_name = "FILTER")]
     pub log_level: Option<String>,

@@ -19,6 +19,8 @@
 //!   the shared [`state::Namesrv`] handle and *return* a response.
 //! - [`state`] holds the route tables (one `parking_lot::RwLock` over plain data), the liveness
 //!   rules and the route cache; [`kv`] the durable KV store. Neither sees a socket.
+//! - [`tls`] holds the `tls.*` settings and the certificates they name; `server::prelude`
+//!   uses them per connection (PROXY header, TLS decision, handshake) before any frame.
 //! - [`config`] is the Java-compatible configuration (properties files, Java key names);
 //!   [`reload`] carries reload requests (SIGHUP) to the tasks that re-read files.
 //! - [`admin`] is the `nsadmin` tool: mqadmin's name-server commands over a small client built
@@ -54,3 +56,4 @@ pub mod server;
 pub mod shutdown;
 pub mod state;
 pub mod telemetry;
+pub mod tls;

@@ -9,6 +9,7 @@ use namesrv::cli::Args;
 use namesrv::config::{Config, Env};
 use namesrv::kv::{KvLimits, KvStore};
 use namesrv::protocol::SerializeType;
+use namesrv::server::prelude::Prelude;
 use namesrv::server::{self, Listeners, ServerConfig};
 use namesrv::state::Namesrv;
 use namesrv::telemetry::LogOptions;
@@ -105,8 +106,14 @@ fn run(args: Args) -> anyhow::Result<()> {
     if let Some(file) = &args.config_file {
         println!("load config properties file OK, {}", file.display());
     }
+    // TLS (issue 11): the -c file's tls.* lines, then -D system properties, then tls.config.file.
+    let system: Vec<_> = (args.system_properties.iter())
+        .map(|p| namesrv::tls::settings::system_property(p))
+        .collect();
+    let tls_base = namesrv::tls::TlsSettings::resolve_base(&config.tls_lines, &system);
     if args.print_config_item {
         print!("{}", config.render_effective());
+        print!("{}", namesrv::tls::TlsSettings::reread(&tls_base).render());
         return Ok(());
     }
     let audit_log = Some(&config.settings.auth_audit_log)
@@ -152,6 +159,7 @@ fn run(args: Args) -> anyhow::Result<()> {
                 s.http_bind_address, s.http_listen_port
             )
         })?;
+        server_config.prelude = Prelude::load(&tls_base, s).context("TLS")?;
         tracing::info!(config = ?config.all_properties(), "effective configuration");
         let boot = format!(
             "The Name Server boot success. serializeType={}, address {addr}",

@@ -17,7 +17,7 @@ pub const POLL_INTERVAL: Duration = Duration::from_secs(2);
 /// What identifies one version of a file without reading it: size, modification and change
 /// times, and (on Unix) device and inode, so that an editor's write-and-rename is seen too.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Fingerprint {
+pub(crate) struct Fingerprint {
     len: u64,
     modified: Option<SystemTime>,
     #[cfg(unix)]
@@ -25,7 +25,7 @@ pub(super) struct Fingerprint {
 }
 
 /// The file's fingerprint, or `None` if it cannot be read.
-pub(super) fn fingerprint(path: &Path) -> Option<Fingerprint> {
+pub(crate) fn fingerprint(path: &Path) -> Option<Fingerprint> {
     let meta = std::fs::metadata(path).ok()?;
     Some(Fingerprint {
         len: meta.len(),

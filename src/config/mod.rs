@@ -101,6 +101,9 @@ pub struct Config {
     black_list: BTreeSet<String>,
     /// The environment the defaults came from, for a reload (issue 15).
     env: Env,
+    /// The file's `tls.*` lines (see [`crate::tls::settings`]): kept for persisting, never
+    /// listed by GET_NAMESRV_CONFIG (they may hold a key password).
+    pub tls_lines: Vec<(String, String)>,
 }
 
 impl Config {
@@ -150,7 +153,12 @@ impl Config {
         let mut settings = Settings::defaults(env);
         let mut extra = BTreeMap::new();
         let mut shown_extensions = BTreeSet::new();
+        let mut tls_lines = Vec::new();
         for (key, value) in props {
+            if crate::tls::settings::is_tls_key(key) {
+                tls_lines.push((key.clone(), value.clone()));
+                continue;
+            }
             let known = settings.set(key, value).map_err(|e| ConfigError::Value {
                 origin: origin.to_owned(),
                 key: key.clone(),
@@ -200,6 +208,7 @@ impl Config {
             config_file: None,
             black_list,
             env: env.clone(),
+            tls_lines,
         })
     }
 
@@ -296,7 +305,8 @@ impl Config {
     /// Writes all properties to `configStorePath`, durably (escaped so they read back
     /// exactly).
     pub fn persist(&self) -> std::io::Result<()> {
-        let all = self.all_properties();
+        let mut all = self.all_properties();
+        all.extend(self.tls_lines.iter().cloned());
         let text = properties::render_escaped(all.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         crate::durable::replace(Path::new(&self.settings.config_store_path), text.as_bytes())
     }
@@ -434,6 +444,27 @@ mod tests {
         assert!(crate::durable::backup_path(&file).exists());
         let missing = Config::load(Some(&dir.path().join("nope.conf")), &env()).unwrap_err();
         assert!(missing.to_string().contains("nope.conf"));
+    }
+
+    #[test]
+    fn tls_lines_are_kept_and_persisted_but_never_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("namesrv.conf");
+        std::fs::write(
+            &file,
+            "tls.server.mode=enforcing\ntls.server.keyPassword=secret\nlistenPort=19876\n",
+        )
+        .unwrap();
+        let mut c = Config::load(Some(&file), &env()).unwrap();
+        assert_eq!(c.tls_lines.len(), 2);
+        assert!(!c.render([]).contains("tls."));
+        assert!(!c.render_effective().contains("secret"));
+        c.update(&props("orderMessageEnable=true")).unwrap();
+        c.persist().unwrap();
+        let mut again = Config::load(Some(&file), &env()).unwrap().tls_lines;
+        again.sort();
+        c.tls_lines.sort();
+        assert_eq!(again, c.tls_lines);
     }
 
     #[test]

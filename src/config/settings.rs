@@ -349,6 +349,13 @@ settings! {
     /// reported once the difference has lasted this many milliseconds (one broker heartbeat
     /// period by default).
     "peerDivergenceAfterMillis" => peer_divergence_after_millis: i64 = |_: &Env| 30_000, Extension, Live;
+
+    // --- TLS and the PROXY protocol (tls/, server/prelude/); the tls.* keys live in tls::settings ---
+    /// Longest a PROXY header or TLS handshake may take once it has begun.
+    "handshakeTimeoutMillis" => handshake_timeout_millis: i64 = |_: &Env| 5_000, Extension, Restart;
+    /// Peers allowed to send a PROXY protocol header (address patterns as in the auth file's
+    /// `globalWhiteRemoteAddresses`, comma-separated); empty: nobody. Default `*`, as Java.
+    "proxyProtocolAllowedAddresses" => proxy_protocol_allowed_addresses: String = |_: &Env| "*".to_owned(), Extension, Restart;
 }
 
 /// What the name server does with request signatures (`authMode`).
@@ -564,6 +571,22 @@ impl Settings {
                 "namesrvPeers",
                 self.namesrv_peers.clone(),
                 ValueError(reason),
+            ));
+        }
+        // TLS and the PROXY protocol (issue 11).
+        check(
+            self.handshake_timeout_millis > 0,
+            "handshakeTimeoutMillis",
+            self.handshake_timeout_millis.to_string(),
+            "expected a positive number of milliseconds",
+        )?;
+        if let Err(e) =
+            crate::auth::address::AddressPattern::parse(&self.proxy_protocol_allowed_addresses)
+        {
+            return Err((
+                "proxyProtocolAllowedAddresses",
+                self.proxy_protocol_allowed_addresses.clone(),
+                ValueError(e.to_string()),
             ));
         }
         // Mass-eviction protection (issue 17).

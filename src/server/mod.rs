@@ -11,6 +11,7 @@ mod connection;
 pub mod handover;
 mod log_limit;
 mod offload;
+pub mod prelude;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -34,6 +35,7 @@ use crate::state::snapshot::task::{self as snapshots, SnapshotConfig};
 use crate::state::{ConnId, Namesrv, housekeeping};
 pub use handover::bind;
 use log_limit::LogLimit;
+use prelude::Prelude;
 
 /// Server behaviour fixed at start-up.
 #[derive(Debug, Clone)]
@@ -59,6 +61,10 @@ pub struct ServerConfig {
     pub reload: Reload,
     /// Route snapshots (warm restart), if on.
     pub snapshot: Option<SnapshotConfig>,
+    /// PROXY header, TLS decision and handshake of each connection. Plaintext only as built
+    /// by [`ServerConfig::from_settings`]; `main` (and the tests) set it with
+    /// [`Prelude::load`], which reads the `tls.*` keys.
+    pub prelude: Prelude,
 }
 
 impl ServerConfig {
@@ -78,6 +84,13 @@ impl ServerConfig {
             auth: Gate::off(),
             reload: Reload::new(),
             snapshot: SnapshotConfig::from_settings(s),
+            prelude: Prelude::new(
+                crate::tls::ServerMode::Disabled,
+                None,
+                crate::auth::address::AddressPattern::parse(&s.proxy_protocol_allowed_addresses)
+                    .expect("validated with the settings"),
+                Duration::from_millis(s.handshake_timeout_millis as u64),
+            ),
         }
     }
 }
@@ -191,6 +204,13 @@ pub async fn run(
             snapshot.clone(),
             cancel.child_token(),
         ));
+    }
+    // --- TLS material follows its files and SIGHUP (tls/) ---
+    if let Some(tls) = config.prelude.tls() {
+        tracker.spawn(
+            tls.clone()
+                .watch(config.reload.subscribe(), cancel.child_token()),
+        );
     }
     let limit = Arc::new(Semaphore::new(config.max_connections));
     // The HTTP side door stops once shutdown has begun and every connection has drained (all

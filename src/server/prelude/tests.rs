@@ -1,0 +1,280 @@
+//! The prelude against real loopback sockets and a real rustls client.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use super::proxy::{v1_header, v2_header};
+use super::*;
+use crate::tls::TlsSettings;
+
+fn test_mode_tls() -> ServerTls {
+    let base = TlsSettings {
+        config_file: "/nonexistent/tls.properties".into(),
+        ..TlsSettings::default()
+    };
+    ServerTls::load(&base).unwrap()
+}
+
+fn prelude(mode: ServerMode, proxy_from: &str) -> Prelude {
+    Prelude::new(
+        mode,
+        Some(test_mode_tls()),
+        AddressPattern::parse(proxy_from).unwrap(),
+        Duration::from_secs(5),
+    )
+}
+
+/// Accepts one connection from a client that sends `bytes` (then keeps the socket open) and
+/// runs the prelude on it.
+async fn run_with(
+    prelude: &Prelude,
+    bytes: Vec<u8>,
+) -> (Result<(Transport, SocketAddr), PreludeError>, TcpStream) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mut client = TcpStream::connect(listener.local_addr().unwrap())
+        .await
+        .unwrap();
+    client.write_all(&bytes).await.unwrap();
+    let (stream, peer) = listener.accept().await.unwrap();
+    (prelude.run(stream, peer, None).await, client)
+}
+
+async fn read_available(stream: &mut TcpStream, len: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; len];
+    stream.read_exact(&mut buf).await.unwrap();
+    buf
+}
+
+const FRAME: &[u8] = &[0, 0, 0, 8, 0, 0, 0, 4, b'{', b'}', b' ', b' '];
+
+#[tokio::test]
+async fn plaintext_reaches_the_frame_layer_untouched() {
+    let p = prelude(ServerMode::Permissive, "*");
+    let (result, client) = run_with(&p, FRAME.to_vec()).await;
+    let (Transport::Plain(mut stream), addr) = result.unwrap() else {
+        panic!("expected plaintext")
+    };
+    assert_eq!(addr, client.local_addr().unwrap());
+    assert_eq!(read_available(&mut stream, FRAME.len()).await, FRAME);
+}
+
+#[tokio::test]
+async fn proxy_headers_are_stripped_and_give_the_client_address() {
+    let p = prelude(ServerMode::Permissive, "127.0.0.1");
+    let source: SocketAddr = "203.0.113.9:4242".parse().unwrap();
+    let dest: SocketAddr = "10.0.0.1:9876".parse().unwrap();
+    for header in [
+        v1_header(source, dest),
+        v2_header(Some((source, dest)), &[(0x04, b"vpce-1"), (0x05, &[0xff])]),
+    ] {
+        let mut bytes = header.clone();
+        bytes.extend_from_slice(FRAME);
+        let (result, _client) = run_with(&p, bytes).await;
+        let (Transport::Plain(mut stream), addr) = result.unwrap() else {
+            panic!("expected plaintext")
+        };
+        assert_eq!(addr, source);
+        assert_eq!(read_available(&mut stream, FRAME.len()).await, FRAME);
+    }
+    assert_eq!(PreludeStats::get(&p.stats().proxy_headers), 2);
+    // LOCAL (a health check) keeps the socket's address.
+    let mut bytes = v2_header(None, &[]);
+    bytes.extend_from_slice(FRAME);
+    let (result, client) = run_with(&p, bytes).await;
+    assert_eq!(result.unwrap().1, client.local_addr().unwrap());
+}
+
+#[tokio::test]
+async fn a_header_split_across_segments_is_read_whole() {
+    let p = prelude(ServerMode::Permissive, "*");
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mut client = TcpStream::connect(listener.local_addr().unwrap())
+        .await
+        .unwrap();
+    client.set_nodelay(true).unwrap();
+    let header = v1_header(
+        "198.51.100.1:1".parse().unwrap(),
+        "10.0.0.1:2".parse().unwrap(),
+    );
+    let (stream, peer) = listener.accept().await.unwrap();
+    let server = tokio::spawn({
+        let p = p.clone();
+        async move { p.run(stream, peer, None).await }
+    });
+    for part in [&header[..3], &header[3..20], &header[20..]] {
+        client.write_all(part).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    client.write_all(FRAME).await.unwrap();
+    let (Transport::Plain(mut stream), addr) = server.await.unwrap().unwrap() else {
+        panic!("expected plaintext")
+    };
+    assert_eq!(addr, "198.51.100.1:1".parse().unwrap());
+    assert_eq!(read_available(&mut stream, FRAME.len()).await, FRAME);
+}
+
+/// A TLS client (test-mode settings: any certificate) that sends `prefix` in clear first.
+async fn tls_client(addr: SocketAddr, prefix: Vec<u8>) -> std::io::Result<Vec<u8>> {
+    let config = crate::tls::client::client_config(&TlsSettings::default()).unwrap();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let mut tcp = TcpStream::connect(addr).await?;
+    tcp.write_all(&prefix).await?;
+    let mut tls = connector
+        .connect(crate::tls::client::server_name("127.0.0.1:1"), tcp)
+        .await?;
+    tls.write_all(FRAME).await?;
+    tls.flush().await?;
+    let mut echo = vec![0u8; FRAME.len()];
+    tls.read_exact(&mut echo).await?;
+    Ok(echo)
+}
+
+async fn tls_round_trip(p: &Prelude, prefix: Vec<u8>) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let client = tokio::spawn(tls_client(listener.local_addr().unwrap(), prefix));
+    let (stream, peer) = listener.accept().await.unwrap();
+    let (Transport::Tls(mut tls), addr) = p.run(stream, peer, None).await.unwrap() else {
+        panic!("expected TLS")
+    };
+    let mut frame = vec![0u8; FRAME.len()];
+    tls.read_exact(&mut frame).await.unwrap();
+    tls.write_all(&frame).await.unwrap();
+    tls.flush().await.unwrap();
+    assert_eq!(client.await.unwrap().unwrap(), FRAME);
+    addr
+}
+
+#[tokio::test]
+async fn tls_is_served_in_permissive_and_enforcing_mode_also_after_a_proxy_header() {
+    for mode in [ServerMode::Permissive, ServerMode::Enforcing] {
+        let p = prelude(mode, "*");
+        tls_round_trip(&p, Vec::new()).await;
+        let source: SocketAddr = "[2001:db8::7]:99".parse().unwrap();
+        let header = v2_header(Some((source, "[2001:db8::1]:9876".parse().unwrap())), &[]);
+        assert_eq!(tls_round_trip(&p, header).await, source);
+        assert_eq!(PreludeStats::get(&p.stats().tls_handshakes), 2);
+    }
+}
+
+#[tokio::test]
+async fn modes_refuse_what_java_refuses() {
+    let disabled = prelude(ServerMode::Disabled, "*");
+    assert!(disabled.tls().is_none(), "no material in disabled mode");
+    let hello = vec![0x16, 0x03, 0x01, 0x00, 0x05, 1, 2, 3, 4, 5];
+    let (result, _c) = run_with(&disabled, hello).await;
+    assert!(matches!(result, Err(PreludeError::TlsRefused)));
+    let (result, _c) = run_with(&disabled, FRAME.to_vec()).await;
+    assert!(matches!(result, Ok((Transport::Plain(_), _))));
+    let enforcing = prelude(ServerMode::Enforcing, "*");
+    let (result, _c) = run_with(&enforcing, FRAME.to_vec()).await;
+    assert!(matches!(result, Err(PreludeError::PlainRefused)));
+    let mut proxied = v1_header("1.2.3.4:5".parse().unwrap(), "5.6.7.8:9".parse().unwrap());
+    proxied.extend_from_slice(FRAME);
+    let (result, _c) = run_with(&enforcing, proxied).await;
+    assert!(matches!(result, Err(PreludeError::PlainRefused)));
+    assert_eq!(PreludeStats::get(&disabled.stats().tls_refused), 1);
+    assert_eq!(PreludeStats::get(&enforcing.stats().plain_refused), 2);
+}
+
+#[tokio::test]
+async fn proxy_headers_are_refused_from_peers_not_allowed_and_when_malformed() {
+    let header = v1_header("1.2.3.4:5".parse().unwrap(), "5.6.7.8:9".parse().unwrap());
+    for allowed in ["", "10.0.0.*"] {
+        let p = prelude(ServerMode::Permissive, allowed);
+        let (result, _c) = run_with(&p, header.clone()).await;
+        assert!(
+            matches!(result, Err(PreludeError::ProxyNotAllowed)),
+            "{allowed:?}"
+        );
+        // Without a header the same peer is served.
+        let (result, _c) = run_with(&p, FRAME.to_vec()).await;
+        assert!(result.is_ok());
+    }
+    let p = prelude(ServerMode::Permissive, "*");
+    for bad in [
+        b"PROXY TCP4 1.2.3.4 nonsense\r\n".to_vec(),
+        format!("PROXY TCP4 {}\r\n", "9".repeat(150)).into_bytes(),
+        {
+            let mut v2 = v2_header(None, &[]);
+            v2[12] = 0x2f; // command 15
+            v2
+        },
+    ] {
+        let (result, _c) = run_with(&p, bad.clone()).await;
+        assert!(
+            matches!(result, Err(PreludeError::Proxy(_))),
+            "{:?}: {result:?}",
+            String::from_utf8_lossy(&bad),
+            result = result.map(|(_, a)| a)
+        );
+    }
+    assert_eq!(PreludeStats::get(&p.stats().proxy_refused), 3);
+}
+
+#[tokio::test]
+async fn garbage_after_the_tls_byte_fails_the_handshake() {
+    let p = prelude(ServerMode::Permissive, "*");
+    let mut garbage = vec![0x16, 0x03, 0x01, 0x00, 0x20];
+    garbage.extend_from_slice(&[0xAB; 32]);
+    let (result, _c) = run_with(&p, garbage).await;
+    assert!(matches!(result, Err(PreludeError::Handshake(_))));
+    assert_eq!(PreludeStats::get(&p.stats().tls_handshake_errors), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn stalled_handshakes_time_out() {
+    let p = prelude(ServerMode::Permissive, "*");
+    for stalled in [
+        vec![0x16, 0x03, 0x01, 0x02, 0x00, 0x01],
+        b"PROXY TCP4 1.2.3.4".to_vec(),
+        b"PRO".to_vec(),
+        proxy::V2_SIGNATURE[..13.min(proxy::V2_SIGNATURE.len())].to_vec(),
+        {
+            let mut v2 = v2_header(None, &[(4, b"abc")]);
+            v2.truncate(17);
+            v2
+        },
+    ] {
+        let (result, _c) = run_with(&p, stalled.clone()).await;
+        assert!(
+            matches!(result, Err(PreludeError::Timeout(_))),
+            "{stalled:?}: {:?}",
+            result.map(|(_, a)| a)
+        );
+    }
+    assert_eq!(PreludeStats::get(&p.stats().handshake_timeouts), 5);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_silent_connection_is_only_idle() {
+    let p = prelude(ServerMode::Permissive, "*");
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let _client = TcpStream::connect(listener.local_addr().unwrap())
+        .await
+        .unwrap();
+    let (stream, peer) = listener.accept().await.unwrap();
+    let result = p.run(stream, peer, Some(Duration::from_secs(120))).await;
+    assert!(matches!(result, Err(PreludeError::Idle)));
+    assert_eq!(PreludeStats::get(&p.stats().handshake_timeouts), 0);
+}
+
+#[test]
+fn the_log_throttle_admits_one_per_interval() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let t = LogThrottle::default();
+        assert_eq!(t.admit(), Some(0));
+        assert_eq!(t.admit(), None);
+        assert_eq!(t.admit(), None);
+        tokio::time::advance(LogThrottle::INTERVAL).await;
+        assert_eq!(t.admit(), Some(2));
+    });
+}

@@ -1,0 +1,181 @@
+//! Java's lenient certificate checks, expressed as rustls verifiers: accept any peer
+//! certificate (the handshake signature is still checked, so the peer must hold the key), and
+//! verify a server's chain without looking at its name (Java clients send no host name).
+
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::{CertificateError, DigitallySignedStruct, DistinguishedName, Error, SignatureScheme};
+
+/// The handshake-signature checks both verifiers keep, with the provider's algorithms.
+#[derive(Debug)]
+struct Signatures(Arc<CryptoProvider>);
+
+impl Signatures {
+    fn tls12(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn tls13(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// Server side, `tls.server.authClient=false`: a certificate is requested and any one is
+/// accepted (Java's trust-all manager).
+#[derive(Debug)]
+pub struct AnyClientCert {
+    signatures: Signatures,
+    mandatory: bool,
+}
+
+impl AnyClientCert {
+    /// Requests a certificate; `mandatory` fails clients that send none.
+    pub fn new(provider: Arc<CryptoProvider>, mandatory: bool) -> AnyClientCert {
+        AnyClientCert {
+            signatures: Signatures(provider),
+            mandatory,
+        }
+    }
+}
+
+impl ClientCertVerifier for AnyClientCert {
+    fn client_auth_mandatory(&self) -> bool {
+        self.mandatory
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, Error> {
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        self.signatures.tls12(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        self.signatures.tls13(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.signatures.schemes()
+    }
+}
+
+/// Client side: any server certificate (`tls.client.authServer=false`, or test mode), or,
+/// with `chain`, a chain that verifies against the trust bundle whatever name it carries.
+#[derive(Debug)]
+pub struct ServerCert {
+    signatures: Signatures,
+    chain: Option<Arc<rustls::client::WebPkiServerVerifier>>,
+}
+
+impl ServerCert {
+    /// Accepts any server certificate.
+    pub fn any(provider: Arc<CryptoProvider>) -> ServerCert {
+        ServerCert {
+            signatures: Signatures(provider),
+            chain: None,
+        }
+    }
+
+    /// Verifies the chain with `verifier`, ignoring the name.
+    pub fn chain(
+        provider: Arc<CryptoProvider>,
+        verifier: Arc<rustls::client::WebPkiServerVerifier>,
+    ) -> ServerCert {
+        ServerCert {
+            signatures: Signatures(provider),
+            chain: Some(verifier),
+        }
+    }
+}
+
+impl ServerCertVerifier for ServerCert {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, Error> {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+            Err(Error::InvalidCertificate(CertificateError::NotValidForName))
+            | Err(Error::InvalidCertificate(CertificateError::NotValidForNameContext { .. })) => {
+                Ok(ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        self.signatures.tls12(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        self.signatures.tls13(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.signatures.schemes()
+    }
+}
