@@ -9,7 +9,12 @@
 #   #       every request with --access-key/--secret-key, and nslimit gets the same signed load),
 #   #       route-scraped (route lookups with the HTTP listener off, then on with /metrics
 #   #       scraped every second), hold-scraped (8 x 20 k topics held while /metrics is
-#   #       scraped every second: scrape time, series, RSS)
+#   #       scraped every second: scrape time, series, RSS),
+#   #       route-tls (lookups over TLS against nslimit --tls), handshake-tls (connect, TLS
+#   #       handshake, one lookup, close, against nslimit --tls), handshake (the same in plaintext),
+#   #       route-disabled (plaintext lookups with tls.server.mode=disabled: what permissive costs)
+#   # Our server runs in its default TLS mode (permissive, test-mode certificate) unless the
+#   # workload says otherwise, so `route` is plaintext lookups in permissive mode.
 #
 # Environment: NSBENCH_SRC (default ../shared/tools/nsbench), NSBENCH_TARGET (~/.cache/nsbench),
 # RMQ_RUST_BIN (~/.cache/rmq-rust/bin/rocketmq-namesrv-rust; skipped when absent),
@@ -71,9 +76,10 @@ start_server() { # kind port label
         "$port" "$WORK" "$WORK" > "$WORK/ours.conf"
       local bin="$ROOT/target/release/namesrv"
       [ "$kind" = ref ] && bin="$NAMESRV_REF_BIN"
-      pin 0 "$bin" -c "$WORK/ours.conf" >"$WORK/$kind.log" 2>&1 &
+      pin 0 "$bin" -Dtls.config.file="$WORK/no-tls.properties" ${OURS_ARGS[@]+"${OURS_ARGS[@]}"} \
+        -c "$WORK/ours.conf" >"$WORK/$kind.log" 2>&1 &
       ;;
-    nslimit) pin 0 "$B/nslimit" "127.0.0.1:$port" "$BROKERS" >"$WORK/nslimit.log" 2>&1 & ;;
+    nslimit) pin 0 "$B/nslimit" "127.0.0.1:$port" "$BROKERS" ${NSLIMIT_ARGS[@]+"${NSLIMIT_ARGS[@]}"} >"$WORK/nslimit.log" 2>&1 & ;;
     rmq-rust)
       mkdir -p "$WORK/rmq"
       printf 'rocketmqHome = "%s"\nkvConfigPath = "%s/kvConfig.json"\nconfigStorePath = "%s/namesrv.properties"\n[runtime]\nworkerThreads = 1\n' \
@@ -114,6 +120,8 @@ for w in "${WORKLOADS[@]}"; do
   BROKERS=4
   RUN_DURATION=$DURATION
   OURS=ours
+  OURS_ARGS=()
+  NSLIMIT_ARGS=()
   case $w in
     route) args=(--workload route) ;;
     route-rocketmq) args=(--workload route --ser rocketmq) ;;
@@ -127,6 +135,11 @@ for w in "${WORKLOADS[@]}"; do
     # every 30 s, so the run must outlast that).
     route-reregister) args=(--workload route --topics 10000); RUN_DURATION=$(( DURATION > 40 ? DURATION : 40 )) ;;
     mixed) args=(--workload mixed) ;;
+    # TLS (issue 11): the ceiling is nslimit --tls (same P-256 certificate type, no tickets).
+    route-tls) args=(--workload route --tls); NSLIMIT_ARGS=(--tls) ;;
+    handshake-tls) args=(--workload handshake --tls); NSLIMIT_ARGS=(--tls) ;;
+    handshake) args=(--workload handshake) ;;
+    route-disabled) args=(--workload route); OURS_ARGS=(-Dtls.server.mode=disabled) ;;
     register) args=(--workload register --topics 10000 --brokers 1 --conns 4 --pipeline 1); BROKERS=1 ;;
     heartbeat) args=(--workload heartbeat --topics 10000 --brokers 1 --conns 4 --pipeline 1); BROKERS=1 ;;
     hold) args=(--workload hold --brokers 8 --topics 20000); BROKERS=8 ;;

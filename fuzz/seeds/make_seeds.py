@@ -151,3 +151,21 @@ put("properties", "syntax-corners",
     "even=\\\\\nsurrogates=\\uD83D\\uDE00 \\uD800 end\n#key\\\n\\#key=!v\nlast=\\")
 put("properties", "latin1", b"kvConfigPath=/tmp/caf\xe9/kv.json\r\nlistenPort = 9876\r\n")
 put("properties", "bad-unicode", "x=1\ny=\\u12G4\n")
+
+# proxy_header: PROXY protocol headers (v1 TCP4/TCP6/UNKNOWN, v2 PROXY with TLVs, LOCAL, UNIX)
+# followed by the first bytes of a RocketMQ frame, and near misses.
+V2_SIG = b"\r\n\r\n\x00\r\nQUIT\n"
+FRAME_START = b"\x00\x00\x00\x10\x00\x00\x00\x0c"
+put("proxy_header", "v1-tcp4", b"PROXY TCP4 203.0.113.7 10.0.0.1 40000 9876\r\n" + FRAME_START)
+put("proxy_header", "v1-tcp6", b"PROXY TCP6 2001:db8::7 2001:db8::1 40000 9876\r\n" + FRAME_START)
+put("proxy_header", "v1-unknown", b"PROXY UNKNOWN\r\n\x16\x03\x01")
+put("proxy_header", "v1-no-crlf", b"PROXY TCP4 203.0.113.7 10.0.0.1 40000 9876")
+ipv4 = bytes([203, 0, 113, 7, 10, 0, 0, 1]) + struct.pack(">HH", 40000, 9876)
+tlvs = b"\x04" + struct.pack(">H", 9) + b"vpce-0abc" + b"\x05" + struct.pack(">H", 1) + b"\xff"
+put("proxy_header", "v2-tcp4-tlvs", V2_SIG + b"\x21\x11" + struct.pack(">H", len(ipv4 + tlvs)) + ipv4 + tlvs + FRAME_START)
+ipv6 = bytes(15) + b"\x07" + bytes(15) + b"\x01" + struct.pack(">HH", 1, 2)
+put("proxy_header", "v2-tcp6", V2_SIG + b"\x21\x21" + struct.pack(">H", len(ipv6)) + ipv6)
+put("proxy_header", "v2-local", V2_SIG + b"\x20\x00\x00\x00" + b"\x16\x03\x01")
+unix = b"/tmp/a".ljust(108, b"\x00") + b"/tmp/b".ljust(108, b"\x00")
+put("proxy_header", "v2-unix", V2_SIG + b"\x21\x31" + struct.pack(">H", len(unix)) + unix)
+put("proxy_header", "v2-short-length", V2_SIG + b"\x21\x11\x00\x04" + ipv4)

@@ -34,6 +34,8 @@ pub struct ClientOptions {
     pub serialize_type: SerializeType,
     /// Credentials to sign every request with, as mqadmin does with `tools.yml`.
     pub credentials: Option<Credentials>,
+    /// TLS, when `--tls` or `-Dtls.enable=true` asks for it.
+    pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 impl Default for ClientOptions {
@@ -43,6 +45,7 @@ impl Default for ClientOptions {
             connect_timeout: Duration::from_millis(3000),
             serialize_type: SerializeType::Json,
             credentials: None,
+            tls: None,
         }
     }
 }
@@ -167,7 +170,7 @@ impl Request {
     }
 }
 
-/// A byte stream to a server: plain TCP today; TLS (issue 11) is another implementation.
+/// A byte stream to a server: plain TCP or TLS over it.
 pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
 
@@ -179,7 +182,16 @@ async fn connect(addr: &str, opts: &ClientOptions) -> Result<Box<dyn Stream>, Fa
         Err(_) => return Err(Failure::ConnectTimeout(opts.connect_timeout.as_millis())),
     };
     tcp.set_nodelay(true).map_err(Failure::Connect)?;
-    Ok(Box::new(tcp))
+    let Some(tls) = &opts.tls else {
+        return Ok(Box::new(tcp));
+    };
+    let connector = tokio_rustls::TlsConnector::from(tls.clone());
+    let name = crate::tls::client::server_name(addr);
+    match timeout(opts.connect_timeout, connector.connect(name, tcp)).await {
+        Ok(Ok(stream)) => Ok(Box::new(stream)),
+        Ok(Err(e)) => Err(Failure::Connect(e)),
+        Err(_) => Err(Failure::ConnectTimeout(opts.connect_timeout.as_millis())),
+    }
 }
 
 struct Connection {

@@ -50,6 +50,8 @@ pub struct Env {
     pub credentials_file: Option<PathBuf>,
     /// `ROCKETMQ_SERIALIZE_TYPE`: `JSON` (default) or `ROCKETMQ` request headers.
     pub serialize_type: Option<String>,
+    /// `JAVA_OPT`: its `-Dtls.*` system properties configure TLS, as for mqadmin.
+    pub java_opt: Option<String>,
 }
 
 impl Env {
@@ -61,6 +63,7 @@ impl Env {
             rocketmq_home: var("ROCKETMQ_HOME").map(PathBuf::from),
             credentials_file: var("NSADMIN_CREDENTIALS").map(PathBuf::from),
             serialize_type: var("ROCKETMQ_SERIALIZE_TYPE"),
+            java_opt: var("JAVA_OPT"),
         }
     }
 }
@@ -205,6 +208,17 @@ impl Setup {
                     "ROCKETMQ_SERIALIZE_TYPE must be JSON or ROCKETMQ, not '{name}'"
                 ))
             })?;
+        }
+        // TLS (issue 11): mqadmin's convention, -Dtls.enable=true and the tls.client.* keys in
+        // JAVA_OPT (then tls.config.file), or --tls.
+        let system = crate::tls::settings::system_properties(
+            env.java_opt.as_deref().unwrap_or("").split_whitespace(),
+        );
+        let tls = crate::tls::TlsSettings::resolve(&[], &system);
+        if tls.enable || parsed.has("tls") {
+            let config =
+                crate::tls::client::client_config(&tls).map_err(|e| usage(format!("TLS: {e}")))?;
+            client.tls = Some(std::sync::Arc::new(config));
         }
         let mut warnings = Vec::new();
         let found = credentials::find(

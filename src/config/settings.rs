@@ -354,7 +354,7 @@ settings! {
     /// Longest a PROXY header or TLS handshake may take once it has begun.
     "handshakeTimeoutMillis" => handshake_timeout_millis: i64 = |_: &Env| 5_000, Extension, Restart;
     /// Peers allowed to send a PROXY protocol header (address patterns as in the auth file's
-    /// `globalWhiteRemoteAddresses`, comma-separated); empty: nobody. Default `*`, as Java.
+    /// `globalWhiteRemoteAddresses`, `;`-separated); empty: nobody. Default `*`, as Java.
     "proxyProtocolAllowedAddresses" => proxy_protocol_allowed_addresses: String = |_: &Env| "*".to_owned(), Extension, Restart;
 }
 
@@ -581,7 +581,7 @@ impl Settings {
             "expected a positive number of milliseconds",
         )?;
         if let Err(e) =
-            crate::auth::address::AddressPattern::parse(&self.proxy_protocol_allowed_addresses)
+            crate::server::prelude::AllowList::parse(&self.proxy_protocol_allowed_addresses)
         {
             return Err((
                 "proxyProtocolAllowedAddresses",

@@ -14,22 +14,22 @@
 //! closes it. A malformed frame closes the connection without a reply; so does the idle
 //! timeout. When the connection ends, brokers it registered are unregistered at once.
 //!
-//! The socket is used only through [`Conn::read_some`] and [`Conn::write_or_idle`], so another
-//! byte stream can replace it without touching the rest.
+//! The byte stream — the socket itself, or TLS over it, as the connection's prelude decided
+//! ([`super::prelude`]) — is used only through [`Conn::read_some`] and [`Conn::write_or_idle`],
+//! by way of [`Io`].
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 
 use super::Server;
 use super::budget::Holding;
+use super::io::Io;
 use super::offload::Lane;
+use super::prelude::Transport;
 use crate::auth::Gate;
 use crate::dispatch::{Cost, cost, dispatch};
 use crate::handlers::Context;
@@ -72,15 +72,14 @@ struct Conn<'a> {
 /// Serves one connection until it closes, fails, idles out, is closed for the buffer
 /// budget, or `cancel` fires.
 pub(super) async fn serve(
-    stream: TcpStream,
+    transport: Transport,
     peer: SocketAddr,
     conn: ConnId,
     state: Namesrv,
     server: &Server,
     cancel: CancellationToken,
 ) {
-    let _ = stream.set_nodelay(true);
-    let (mut reader, mut writer) = stream.into_split();
+    let mut io = Io::new(transport);
     let idle_seconds = state.config().settings.server_channel_max_idle_time_seconds;
     let mut c = Conn {
         state,
@@ -92,7 +91,7 @@ pub(super) async fn serve(
         holding: server.budget.open(conn, peer),
         in_flight: 0,
     };
-    let Err(end) = c.run(&mut reader, &mut writer, &cancel).await;
+    let Err(end) = c.run(&mut io, &cancel).await;
     match &end {
         End::Malformed(e) => {
             tracing::warn!(%peer, error = %e, "malformed frame: closing the connection")
@@ -103,7 +102,7 @@ pub(super) async fn serve(
         End::Io(e) => tracing::debug!(%peer, error = %e, "connection error"),
         End::Eof | End::Cancelled => tracing::debug!(%peer, "connection closed"),
     }
-    let _ = writer.shutdown().await;
+    io.shutdown().await;
     if c.registered_broker {
         // An idle timeout is silence, which eviction protection may hold; a close is not.
         match end {
@@ -114,12 +113,7 @@ pub(super) async fn serve(
 }
 
 impl Conn<'_> {
-    async fn run(
-        &mut self,
-        reader: &mut OwnedReadHalf,
-        writer: &mut OwnedWriteHalf,
-        cancel: &CancellationToken,
-    ) -> Result<Infallible, End> {
+    async fn run(&mut self, io: &mut Io, cancel: &CancellationToken) -> Result<Infallible, End> {
         // Both buffers are released whenever they are empty, so a connection waiting for its
         // next request holds no buffer at all: ten thousand polling clients cost only their
         // sockets and tasks. A large frame's buffer is freed as soon as it has been handled.
@@ -134,14 +128,11 @@ impl Conn<'_> {
         loop {
             // Requests that arrived whole are answered even if a malformed frame follows.
             let handled = self
-                .handle_buffered(&mut input, &mut output, writer, sleep.as_mut())
+                .handle_buffered(&mut input, &mut output, io, sleep.as_mut())
                 .await;
             let written = match output.is_empty() {
                 true => Ok(()),
-                false => {
-                    self.write_or_idle(writer, &mut output, sleep.as_mut())
-                        .await
-                }
+                false => self.write_or_idle(io, &mut output, sleep.as_mut()).await,
             };
             handled.and(written)?;
             output = BytesMut::new();
@@ -153,21 +144,21 @@ impl Conn<'_> {
                 return Err(End::Cancelled);
             }
             if cancel.is_cancelled() {
-                drain(reader, &mut input);
+                drain(io, &mut input);
                 draining = true;
                 continue;
             }
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => {
-                    drain(reader, &mut input);
+                    drain(io, &mut input);
                     draining = true;
                 }
                 _ = self.holding.closed() => return Err(End::Evicted),
                 // Wait for bytes before taking a buffer for them.
-                ready = reader.readable() => {
+                ready = io.readable() => {
                     ready.map_err(End::Io)?;
-                    if self.read_some(reader, &mut input)?
+                    if self.read_some(io, &mut input)?
                         && let Some(d) = idle
                     {
                         sleep.as_mut().reset(Instant::now() + d);
@@ -179,11 +170,8 @@ impl Conn<'_> {
     }
 
     /// Reads what the socket has without waiting; `true` if bytes arrived.
-    fn read_some(&self, reader: &mut OwnedReadHalf, input: &mut BytesMut) -> Result<bool, End> {
-        if input.capacity() - input.len() < READ_CHUNK {
-            input.reserve(READ_CHUNK);
-        }
-        match reader.try_read_buf(input) {
+    fn read_some(&self, io: &mut Io, input: &mut BytesMut) -> Result<bool, End> {
+        match io.try_read_buf(input, READ_CHUNK) {
             Ok(0) => Err(End::Eof),
             Ok(n) => {
                 self.state.metrics().received(n);
@@ -208,7 +196,7 @@ impl Conn<'_> {
         &mut self,
         input: &mut BytesMut,
         output: &mut BytesMut,
-        writer: &mut OwnedWriteHalf,
+        io: &mut Io,
         mut sleep: std::pin::Pin<&mut Sleep>,
     ) -> Result<(), End> {
         let config = &self.server.config;
@@ -227,7 +215,7 @@ impl Conn<'_> {
                 || (!output.is_empty() && self.holding.over_share())
             {
                 // Stop handling until the peer has read what is queued.
-                self.write_or_idle(writer, output, sleep.as_mut()).await?;
+                self.write_or_idle(io, output, sleep.as_mut()).await?;
                 *output = BytesMut::new();
                 self.report(input, output)?;
             }
@@ -298,13 +286,13 @@ impl Conn<'_> {
     /// the buffer budget closes the connection.
     async fn write_or_idle(
         &self,
-        writer: &mut OwnedWriteHalf,
+        io: &mut Io,
         output: &mut BytesMut,
         mut sleep: std::pin::Pin<&mut Sleep>,
     ) -> Result<(), End> {
         while !output.is_empty() {
             tokio::select! {
-                written = writer.write_buf(output) => match written {
+                written = io.write_buf(output) => match written {
                     Ok(0) => return Err(End::Eof),
                     Ok(n) => {
                         self.state.metrics().sent(n);
@@ -318,7 +306,12 @@ impl Conn<'_> {
                 _ = &mut sleep => return Err(End::Idle),
             }
         }
-        Ok(())
+        // TLS: what the session still holds must reach the socket too.
+        tokio::select! {
+            flushed = io.flush() => flushed.map_err(End::Io),
+            _ = self.holding.closed() => Err(End::Evicted),
+            _ = &mut sleep => Err(End::Idle),
+        }
     }
 }
 
@@ -337,11 +330,10 @@ fn handle_request(
 
 /// Reads whatever the peer already sent, without waiting for more (and at most a few
 /// megabytes, so a peer that keeps sending cannot hold shutdown up).
-fn drain(reader: &mut OwnedReadHalf, input: &mut BytesMut) {
+fn drain(io: &mut Io, input: &mut BytesMut) {
     const DRAIN_LIMIT: usize = 8 * 1024 * 1024;
     while input.len() < DRAIN_LIMIT {
-        input.reserve(READ_CHUNK);
-        match reader.try_read_buf(input) {
+        match io.try_read_buf(input, READ_CHUNK) {
             Ok(n) if n > 0 => continue,
             _ => return,
         }

@@ -9,6 +9,7 @@ mod budget;
 mod config_reload;
 mod connection;
 pub mod handover;
+mod io;
 mod log_limit;
 mod offload;
 pub mod prelude;
@@ -87,7 +88,7 @@ impl ServerConfig {
             prelude: Prelude::new(
                 crate::tls::ServerMode::Disabled,
                 None,
-                crate::auth::address::AddressPattern::parse(&s.proxy_protocol_allowed_addresses)
+                prelude::AllowList::parse(&s.proxy_protocol_allowed_addresses)
                     .expect("validated with the settings"),
                 Duration::from_millis(s.handshake_timeout_millis as u64),
             ),
@@ -288,7 +289,18 @@ pub async fn run(
                 connections.0.lock().insert(conn, token.clone());
                 let (state, server, connections) = (state.clone(), server.clone(), connections.clone());
                 tracker.spawn(async move {
-                    connection::serve(stream, peer, conn, state, &server, token).await;
+                    // PROXY header, TLS decision and handshake (prelude/), then frames.
+                    let idle_seconds = state.config().settings.server_channel_max_idle_time_seconds;
+                    let idle = (idle_seconds > 0).then(|| Duration::from_secs(idle_seconds as u64));
+                    // Boxed: the handshake's state is large and needed only until it is done,
+                    // so it must not stay in every connection's task for the connection's life.
+                    let prelude = tokio::select! {
+                        done = Box::pin(server.config.prelude.run(stream, peer, idle)) => done.ok(),
+                        _ = token.cancelled() => None,
+                    };
+                    if let Some((transport, client)) = prelude {
+                        connection::serve(transport, client, conn, state, &server, token).await;
+                    }
                     connections.0.lock().remove(&conn);
                     drop((permit, open));
                 });

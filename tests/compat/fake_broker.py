@@ -37,6 +37,7 @@ import json
 import os
 import re
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -73,6 +74,10 @@ def log(line):
 # Wire protocol
 # ---------------------------------------------------------------------------------------------
 
+# --tls: connect with TLS as a Java client with tls.enable=true does (any certificate, no SNI).
+USE_TLS = False
+
+
 class Connection:
     """One TCP connection to the name server; calls are serialised by a lock."""
 
@@ -82,6 +87,11 @@ class Connection:
     def __init__(self, addr, timeout=10.0):
         host, port = addr.rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        if USE_TLS:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            self.sock = ctx.wrap_socket(self.sock)
         self.lock = threading.Lock()
 
     @classmethod
@@ -582,6 +592,7 @@ def main():
     reg.add_argument("--verify", action="store_true", help="assert what the name server derived")
     reg.add_argument("--label", default="")
     reg.add_argument("--command-timeout", type=int, default=300)
+    reg.add_argument("--tls", action="store_true", help="connect with TLS (any certificate)")
     wait = sub.add_parser("wait-broker", help="wait until a broker is (or is no longer) registered")
     wait.add_argument("namesrv")
     wait.add_argument("broker_name")
@@ -589,7 +600,10 @@ def main():
     wait.add_argument("--timeout", type=float, default=60)
     wait.add_argument("--label", default="")
     wait.add_argument("--pid", type=int, default=0, help="give up early when this process is gone")
+    wait.add_argument("--tls", action="store_true", help="connect with TLS (any certificate)")
     args = ap.parse_args(argv)
+    global USE_TLS
+    USE_TLS = args.tls
     if args.sub == "register":
         sys.exit(cmd_register(args, command))
     if command:

@@ -16,7 +16,10 @@
 #            broker must be gone from the name server after it shuts down. Two more name
 #            servers run with authMode=enforce (read and admin signed; everything signed with
 #            127.0.0.1 trusted by address), the broker registers with them too, and the client's
-#            ACL hook (AclClientRPCHook) signs against them (`rust-client auth`);
+#            ACL hook (AclClientRPCHook) signs against them (`rust-client auth`). TLS: the client
+#            with TLS on (`rust-client tls`) against the first name server (permissive, the
+#            default) and against a fourth with tls.server.mode=enforcing, where a fake broker
+#            registers over TLS; nsadmin --tls and JAVA_OPT=-Dtls.enable=true against it too;
 #   prometheus  Debian's Prometheus scrapes the name server's /metrics every second while the
 #            rocketmq-rust broker and client run (so it implies rust); its query API must show
 #            the broker live (1), route lookups rising, then 0 live brokers after the broker
@@ -85,6 +88,7 @@ mkdir -p "$WORK/logs" "$CACHE"
 NS_PID=""
 NS_SIGNED_PID=""
 NS_ADDR_PID=""
+NS_TLS_PID=""
 BROKER_PID=""
 BROKER_STORE=""
 PROM_PID=""
@@ -112,6 +116,7 @@ cleanup() {
   stop_pid "$NS_SIGNED_PID" namesrv-signed 15
   stop_pid "$NS_ADDR_PID" namesrv-by-address 15
   [ -z "$BROKER_STORE" ] || rm -rf "$BROKER_STORE"
+  stop_pid "$NS_TLS_PID" namesrv-enforcing 15
   if [ "$FAILED" -eq 0 ] && [ "$rc" -eq 0 ] && [ "${NAMESRV_COMPAT_KEEP:-0}" != 1 ]; then
     rm -rf "$WORK"
   else
@@ -199,7 +204,7 @@ fi
 # Ports and the name server
 # ---------------------------------------------------------------------------------------------
 
-read -r NS_PORT BROKER_PORT NS_SIGNED_PORT NS_ADDR_PORT HTTP_PORT PROM_PORT < <(python3 - "${NAMESRV_COMPAT_BROKER_PORT:-}" <<'EOF'
+read -r NS_PORT BROKER_PORT NS_SIGNED_PORT NS_ADDR_PORT HTTP_PORT PROM_PORT NS_TLS_PORT < <(python3 - "${NAMESRV_COMPAT_BROKER_PORT:-}" <<'EOF'
 import random, socket, sys
 
 def free(port):
@@ -215,7 +220,7 @@ def free(port):
 held = []
 def any_port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); held.append(s); return s.getsockname()[1]
-ns, ns_signed, ns_addr, http, prom = any_port(), any_port(), any_port(), any_port(), any_port()
+ns, ns_signed, ns_addr, http, prom, ns_tls = any_port(), any_port(), any_port(), any_port(), any_port(), any_port()
 for s in held:
     s.close()
 fixed = sys.argv[1]
@@ -225,11 +230,11 @@ else:
     rng = random.Random()
     for _ in range(200):
         broker = rng.randrange(20002, 32000)  # below the usual ephemeral range
-        if not {ns, ns_signed, ns_addr, http, prom} & {broker - 2, broker, broker + 1} and all(free(p) for p in (broker - 2, broker, broker + 1)):
+        if not {ns, ns_signed, ns_addr, http, prom, ns_tls} & {broker - 2, broker, broker + 1} and all(free(p) for p in (broker - 2, broker, broker + 1)):
             break
     else:
         broker = 0
-print(ns, broker, ns_signed, ns_addr, http, prom)
+print(ns, broker, ns_signed, ns_addr, http, prom, ns_tls)
 EOF
 )
 [ "${BROKER_PORT:-0}" != 0 ] || die "found no free loopback ports for the broker"
@@ -321,7 +326,13 @@ authConfigPath=$WORK/acl-by-address.yml
 "
   NS_ADDR_PID=$STARTED_PID
   BROKER_NAMESRVS="$NS;$NS_SIGNED;$NS_ADDR"
+  # TLS only (issue 11): plaintext clients are closed; the rust broker is not pointed at it.
+  start_namesrv namesrv-enforcing "$NS_TLS_PORT" "tls.server.mode=enforcing
+tls.config.file=$WORK/no-tls.properties
+"
+  NS_TLS_PID=$STARTED_PID
 fi
+NS_TLS="127.0.0.1:$NS_TLS_PORT"
 
 # ---------------------------------------------------------------------------------------------
 # Checks
@@ -510,6 +521,24 @@ EOF
     python3 "$FAKE" wait-broker "$NS" broker-a --timeout 45 --pid "$BROKER_PID" \
       --label "rocketmq-broker-rust $BROKER_CRATE_VERSION"
 
+  check "rocketmq-client-rust 1.0.0 over TLS, permissive" 180 \
+    "$CLIENT_BIN" tls --namesrv "$NS" --mode permissive --topic TBW102 --broker-name broker-a \
+      --cluster "$CLUSTER" --wait-secs 60
+  check "rocketmq-client-rust 1.0.0 over TLS, enforcing" 240 \
+    python3 "$FAKE" register "$NS_TLS" --tls --style v5-json --cluster "$CLUSTER" \
+      --broker-name fake-tls --broker-addr "127.0.0.1:2$((RANDOM % 9000 + 1000))" \
+      --label "fake-broker over TLS" --command-timeout 200 -- \
+    "$CLIENT_BIN" tls --namesrv "$NS_TLS" --mode enforcing --topic TopicTest --broker-name fake-tls \
+      --cluster "$CLUSTER" --wait-secs 60
+  check "nsadmin --tls and -Dtls.enable=true against enforcing" 60 bash -c '
+    set -u; bin=$1 ns=$2; fail=0
+    step() { if "${@:2}" >/dev/null 2>&1; then echo "PASS nsadmin: step $1"; else echo "FAIL nsadmin: step $1 failed"; fail=1; fi; }
+    step "getNamesrvConfig --tls" "$bin" getNamesrvConfig -n "$ns" --tls
+    step "JAVA_OPT=-Dtls.enable=true" env JAVA_OPT="-Dtls.enable=true -Dtls.config.file=/nonexistent" "$bin" getNamesrvConfig -n "$ns"
+    "$bin" getNamesrvConfig -n "$ns" >/dev/null 2>&1; rc=$?
+    if [ "$rc" = 2 ]; then echo "PASS nsadmin: step plaintext refused (exit 2)"; else echo "FAIL nsadmin: step plaintext refused: exit $rc"; fail=1; fi
+    exit $fail' _ "$NSADMIN_BIN" "$NS_TLS"
+
   say "stopping the broker (pid $BROKER_PID)"
   stop_pid "$BROKER_PID" broker 30
   BROKER_PID=""
@@ -530,7 +559,7 @@ if wanted browser; then
     python3 "$HERE/status_page.py" "$NS" "$NS_HTTP" --out "$SHOTS"
 fi
 
-for pair in "namesrv:$NS_PID" "namesrv-signed:$NS_SIGNED_PID" "namesrv-by-address:$NS_ADDR_PID"; do
+for pair in "namesrv:$NS_PID" "namesrv-signed:$NS_SIGNED_PID" "namesrv-by-address:$NS_ADDR_PID" "namesrv-enforcing:$NS_TLS_PID"; do
   name=${pair%%:*} pid=${pair#*:}
   if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
     FAILED=$((FAILED + 1))

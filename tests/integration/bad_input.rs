@@ -1,10 +1,16 @@
 //! Hostile or absurd input inside well-formed frames: invalid JSON and zlib bodies, wrong
 //! checksums, absurd numbers and invalid UTF-8 are answered (or the connection closed) without
-//! disturbing the server or other connections.
+//! disturbing the server or other connections; hostile TLS and PROXY handshakes likewise.
 
 use namesrv::protocol::code::{request, response};
 
-use crate::harness::{TestServer, body_text, register_body, register_ext, route};
+use std::time::Duration;
+
+use namesrv::server::prelude::{PreludeStats, proxy};
+
+use crate::harness::{
+    TestClient, TestServer, body_text, register_body, register_ext, route, tls_client_config,
+};
 
 #[tokio::test]
 async fn absurd_numbers_are_stored_as_java_would_and_never_crash() {
@@ -164,4 +170,114 @@ async fn truncated_frames_with_half_close_are_dropped_quietly() {
     assert!(c.closed_without_reply().await);
     let mut other = server.client().await;
     assert_eq!(other.call(999, &[], None).await.code, 3);
+}
+
+// --- hostile TLS and PROXY handshakes (issue 11): each closes only its own connection ---
+
+/// A server whose handshakes must finish within 300 ms.
+async fn quick_handshake_server() -> TestServer {
+    TestServer::with_properties("handshakeTimeoutMillis=300\n").await
+}
+
+/// Another connection is served meanwhile and afterwards.
+async fn others_are_served(server: &TestServer) {
+    let mut other = server.client().await;
+    assert_eq!(other.call(999, &[], None).await.code, 3);
+    let mut tls = TestClient::connect_tls(server.addr, tls_client_config(), b"")
+        .await
+        .unwrap();
+    assert_eq!(tls.call(999, &[], None).await.code, 3);
+}
+
+#[tokio::test]
+async fn stalled_handshakes_are_closed_in_bounded_time_without_delaying_others() {
+    let server = quick_handshake_server().await;
+    let stalls: [&[u8]; 4] = [
+        &[0x16, 0x03, 0x01, 0x01, 0x00, 0x01, 0x00], // a ClientHello record cut short
+        b"PROXY TCP4 192.0.2.1 ",                    // a v1 line without its end
+        &[0x0D, 0x0A, 0x0D, 0x0A, 0x00],             // half a v2 signature
+        &[
+            0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A, 0x21, 0x11,
+            0x00, 0x0C, 1,
+        ], // v2 promising 12 bytes
+    ];
+    let mut stalled = Vec::new();
+    for bytes in stalls {
+        let mut c = server.client().await;
+        c.send_raw(bytes).await;
+        stalled.push(c);
+    }
+    // While all four hang, nobody else waits.
+    others_are_served(&server).await;
+    let started = std::time::Instant::now();
+    for mut c in stalled {
+        assert!(c.closed_without_reply().await);
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "closed after the handshake timeout"
+    );
+    let stats = server.prelude().stats();
+    assert_eq!(PreludeStats::get(&stats.handshake_timeouts), 4);
+}
+
+#[tokio::test]
+async fn garbage_hellos_truncated_records_and_bad_proxy_headers_close_only_their_connection() {
+    let server = quick_handshake_server().await;
+    let long_v1 = format!("PROXY TCP4 {} 1.2.3.4 1 2\r\n", "1".repeat(120));
+    let mut bad_tlv = proxy::v2_header(
+        Some((
+            "192.0.2.1:1".parse().unwrap(),
+            "192.0.2.2:2".parse().unwrap(),
+        )),
+        &[],
+    );
+    bad_tlv.extend_from_slice(&[0x04, 0x00, 0x40, b'x']);
+    let len = (bad_tlv.len() - 16) as u16;
+    bad_tlv[14..16].copy_from_slice(&len.to_be_bytes());
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "garbage ClientHello",
+            [&[0x16, 0x03, 0x01, 0x00, 0x10][..], &[0x5A; 16]].concat(),
+        ),
+        (
+            "truncated record, then EOF",
+            vec![0x16, 0x03, 0x03, 0x40, 0x00, 0x01],
+        ),
+        ("over-long PROXY v1", long_v1.into_bytes()),
+        (
+            "malformed PROXY v1",
+            b"PROXY TCP4 999.1.1.1 1.2.3.4 1 2\r\n".to_vec(),
+        ),
+        ("PROXY v2 with a broken TLV", bad_tlv),
+    ];
+    for (what, bytes) in cases {
+        let mut c = server.client().await;
+        c.send_raw(&bytes).await;
+        if what.contains("EOF") {
+            tokio::io::AsyncWriteExt::shutdown(&mut c.stream)
+                .await
+                .unwrap();
+        }
+        assert!(c.closed_without_reply().await, "{what}");
+        others_are_served(&server).await;
+    }
+    let stats = server.prelude().stats();
+    assert_eq!(PreludeStats::get(&stats.proxy_refused), 3);
+    assert!(PreludeStats::get(&stats.tls_handshake_errors) >= 2);
+}
+
+#[tokio::test]
+async fn a_proxy_header_inside_tls_is_a_malformed_frame() {
+    let server = TestServer::start().await;
+    let mut c = TestClient::connect_tls(server.addr, tls_client_config(), b"")
+        .await
+        .unwrap();
+    let header = proxy::v1_header(
+        "192.0.2.1:1".parse().unwrap(),
+        "192.0.2.2:2".parse().unwrap(),
+    );
+    c.send_raw(&header).await;
+    assert!(c.closed_without_reply().await);
+    others_are_served(&server).await;
 }

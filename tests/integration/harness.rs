@@ -15,9 +15,12 @@ use namesrv::protocol::{
     ExtFields, FrameLimits, RemotingCommand, SerializeType, decode_frame, encode_frame, split_frame,
 };
 use namesrv::reload::Reload;
+use namesrv::server::prelude::Prelude;
 use namesrv::server::{self, Listeners, ServerConfig};
 use namesrv::state::Namesrv;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use namesrv::tls::TlsSettings;
+use std::sync::Arc;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -32,6 +35,7 @@ pub struct TestServer {
     pub auth: Gate,
     /// Reload requests, as SIGHUP makes them.
     pub reload: Reload,
+    prelude: Prelude,
     pub home: tempfile::TempDir,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<std::io::Result<()>>>,
@@ -56,6 +60,10 @@ pub struct Options {
     /// on the blocking pool, and while a write runs, a paused-time test's clock would jump
     /// ahead to its next timer.
     pub warm_restart: bool,
+    /// Java system properties (`-Dkey=value` without the `-D`), as `bin/mqnamesrv` passes
+    /// JAVA_OPT's. Without `tls.config.file` here or in the properties, a file that does not
+    /// exist is used, so the machine's `/etc/rocketmq/tls.properties` never leaks in.
+    pub system_properties: Vec<String>,
 }
 
 impl TestServer {
@@ -107,7 +115,10 @@ impl TestServer {
         let addr = listener.local_addr().unwrap();
         let mut server_config = ServerConfig::from_settings(&config.settings, SerializeType::Json);
         server_config.auth = Gate::load(&config.settings).unwrap();
+        server_config.prelude = Prelude::load(&tls_base(&opts, &config, &dir), &config.settings)
+            .expect("TLS settings load");
         let (auth, reload) = (server_config.auth.clone(), server_config.reload.clone());
+        let prelude = server_config.prelude.clone();
         let state = Namesrv::new(config, kv);
         let http_listener = match opts.http {
             true => Some(TcpListener::bind("127.0.0.1:0").await.unwrap()),
@@ -137,10 +148,16 @@ impl TestServer {
             state,
             auth,
             reload,
+            prelude,
             home: dir,
             stop: Some(tx),
             task: Some(task),
         }
+    }
+
+    /// The server's prelude (TLS material and counters).
+    pub fn prelude(&self) -> &Prelude {
+        &self.prelude
     }
 
     /// Triggers shutdown and waits for `run` to return.
@@ -259,9 +276,36 @@ fn dechunk(mut rest: &str) -> String {
     }
 }
 
+/// The `tls.*` settings a test server starts with (see [`Options::system_properties`]).
+fn tls_base(opts: &Options, config: &Config, dir: &tempfile::TempDir) -> TlsSettings {
+    let mut system: Vec<(String, String)> = opts
+        .system_properties
+        .iter()
+        .map(|p| namesrv::tls::settings::system_property(p))
+        .collect();
+    let names_file = system
+        .iter()
+        .chain(&config.tls_lines)
+        .any(|(k, _)| k == "tls.config.file");
+    if !names_file {
+        let absent = dir.path().join("no-tls.properties");
+        system.insert(0, ("tls.config.file".into(), absent.display().to_string()));
+    }
+    TlsSettings::resolve_base(&config.tls_lines, &system)
+}
+
+/// A client TLS configuration as a Java client's with `tls.enable=true`: any certificate.
+pub fn tls_client_config() -> Arc<rustls::ClientConfig> {
+    Arc::new(namesrv::tls::client::client_config(&TlsSettings::default()).unwrap())
+}
+
+/// A byte stream to the server: TCP or TLS.
+pub trait ClientStream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> ClientStream for T {}
+
 /// A raw RemotingCommand client.
 pub struct TestClient {
-    pub stream: TcpStream,
+    pub stream: Box<dyn ClientStream>,
     buf: BytesMut,
     next_opaque: i32,
     pub serialize_type: SerializeType,
@@ -272,6 +316,32 @@ impl TestClient {
     pub async fn connect(addr: SocketAddr) -> TestClient {
         let stream = TcpStream::connect(addr).await.unwrap();
         stream.set_nodelay(true).unwrap();
+        Self::over(Box::new(stream))
+    }
+
+    /// A client over TLS with `config`, after sending `prefix` in clear (e.g. a PROXY header).
+    pub async fn connect_tls(
+        addr: SocketAddr,
+        config: Arc<rustls::ClientConfig>,
+        prefix: &[u8],
+    ) -> std::io::Result<TestClient> {
+        let mut stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        stream.write_all(prefix).await?;
+        let tls = tokio_rustls::TlsConnector::from(config)
+            .connect(namesrv::tls::client::server_name(&addr.to_string()), stream)
+            .await?;
+        Ok(Self::over(Box::new(tls)))
+    }
+
+    /// A plaintext client that sends `prefix` (e.g. a PROXY header) first.
+    pub async fn connect_with_prefix(addr: SocketAddr, prefix: &[u8]) -> TestClient {
+        let mut c = Self::connect(addr).await;
+        c.send_raw(prefix).await;
+        c
+    }
+
+    fn over(stream: Box<dyn ClientStream>) -> TestClient {
         TestClient {
             stream,
             buf: BytesMut::new(),

@@ -32,7 +32,7 @@ const fn long_only(long: &'static str, takes_value: bool, desc: &'static str) ->
 }
 
 /// `-h`, `-n` and nsadmin's connection options: every command has them.
-pub(super) const COMMON: [OptSpec; 4] = [
+pub(super) const COMMON: [OptSpec; 5] = [
     opt('h', "help", false, false, "Print help"),
     opt(
         'n',
@@ -50,6 +50,11 @@ pub(super) const COMMON: [OptSpec; 4] = [
         "timeout",
         true,
         "milliseconds to wait for each answer (default 5000)",
+    ),
+    long_only(
+        "tls",
+        false,
+        "connect with TLS (as mqadmin with -Dtls.enable=true in JAVA_OPT, which also works)",
     ),
 ];
 

@@ -67,6 +67,7 @@ fn usage_is_sorted_and_marks_required_options() {
         lines.next().unwrap(),
         "usage: nsadmin topicRoute [--credentials <arg>] [-h] [--json] [-l] [-n <arg>] -t <arg> [--timeout <arg>]"
     );
+    assert_eq!(lines.next().unwrap(), "       [--tls]");
     assert_eq!(
         lines.next().unwrap(),
         "    --credentials <arg>   tools.yml-style file with accessKey/secretKey to sign requests with"

@@ -24,10 +24,14 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_rustls::server::TlsStream;
 
-use crate::auth::address::AddressPattern;
+use super::log_limit::LogLimit;
+use crate::auth::address::{AddressPattern, PatternError};
 use crate::config::Settings;
 use crate::tls::{ServerMode, ServerTls, TlsError, TlsSettings};
 use proxy::{Detect, ProxyError};
+
+/// How often each kind of refusal or failure is logged at most.
+const LOG_INTERVAL: Duration = Duration::from_secs(10);
 
 /// The first byte of a TLS record carrying a handshake message.
 const TLS_HANDSHAKE: u8 = 0x16;
@@ -106,25 +110,27 @@ impl PreludeStats {
     }
 }
 
-/// Logs a kind of event at most once per interval, with the number left out since.
-#[derive(Debug, Default)]
-pub struct LogThrottle(Mutex<(Option<Instant>, u64)>);
+/// The peers allowed to send a PROXY header (`proxyProtocolAllowedAddresses`): address
+/// patterns as in the auth file (`10.0.1.*`, `10.0.0.1-9`, `fe80::*`), separated by `;`.
+/// Empty: nobody.
+#[derive(Debug, Clone)]
+pub struct AllowList(Vec<AddressPattern>);
 
-impl LogThrottle {
-    /// How often each kind of event is logged at most.
-    pub const INTERVAL: Duration = Duration::from_secs(10);
+impl AllowList {
+    /// Parses the key's value.
+    pub fn parse(text: &str) -> Result<AllowList, PatternError> {
+        let patterns = text
+            .split(';')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(AddressPattern::parse)
+            .collect::<Result<_, _>>()?;
+        Ok(AllowList(patterns))
+    }
 
-    /// `Some(left_out)` when this event may be logged, `None` when it is left out.
-    pub fn admit(&self) -> Option<u64> {
-        let now = Instant::now();
-        let mut guard = self.0.lock();
-        let (last, left_out) = &mut *guard;
-        if last.is_some_and(|t| now.duration_since(t) < Self::INTERVAL) {
-            *left_out += 1;
-            return None;
-        }
-        *last = Some(now);
-        Some(std::mem::take(left_out))
+    /// Whether `ip` may send a PROXY header.
+    pub fn allows(&self, ip: std::net::IpAddr) -> bool {
+        self.0.iter().any(|p| p.matches(ip))
     }
 }
 
@@ -137,11 +143,12 @@ struct Inner {
     mode: ServerMode,
     /// `None` in `disabled` mode (no material is loaded, as in Java).
     tls: Option<ServerTls>,
-    proxy_from: AddressPattern,
+    proxy_from: AllowList,
     handshake_timeout: Duration,
     stats: PreludeStats,
-    refusals: LogThrottle,
-    failures: LogThrottle,
+    /// Refusals by mode, and failed handshakes, are each logged at most once per interval.
+    refusals: Mutex<LogLimit>,
+    failures: Mutex<LogLimit>,
 }
 
 impl Prelude {
@@ -150,7 +157,7 @@ impl Prelude {
     pub fn new(
         mode: ServerMode,
         tls: Option<ServerTls>,
-        proxy_from: AddressPattern,
+        proxy_from: AllowList,
         handshake_timeout: Duration,
     ) -> Prelude {
         let tls = if mode == ServerMode::Disabled {
@@ -164,8 +171,8 @@ impl Prelude {
             proxy_from,
             handshake_timeout,
             stats: PreludeStats::default(),
-            refusals: LogThrottle::default(),
-            failures: LogThrottle::default(),
+            refusals: Mutex::new(LogLimit::new(LOG_INTERVAL)),
+            failures: Mutex::new(LogLimit::new(LOG_INTERVAL)),
         }))
     }
 
@@ -185,7 +192,7 @@ impl Prelude {
                 Some(tls)
             }
         };
-        let proxy_from = AddressPattern::parse(&s.proxy_protocol_allowed_addresses)
+        let proxy_from = AllowList::parse(&s.proxy_protocol_allowed_addresses)
             .expect("validated with the settings");
         Ok(Prelude::new(
             base.mode,
@@ -200,7 +207,7 @@ impl Prelude {
         Prelude::new(
             ServerMode::Disabled,
             None,
-            AddressPattern::parse("*").expect("* is a pattern"),
+            AllowList::parse("*").expect("* is a pattern"),
             Duration::from_secs(5),
         )
     }
@@ -248,7 +255,7 @@ impl Prelude {
             PreludeError::Handshake(_) => (&stats.tls_handshake_errors, &self.0.failures),
         };
         stats.count(counter);
-        if let Some(left_out) = throttle.admit() {
+        if let Some(left_out) = throttle.lock().ready() {
             tracing::warn!(%peer, left_out, "closing the connection: {e}");
         }
     }
@@ -266,7 +273,7 @@ impl Prelude {
         let first = if detected == Detect::NotProxy {
             start[0]
         } else {
-            if !self.0.proxy_from.matches(peer.ip()) {
+            if !self.0.proxy_from.allows(peer.ip()) {
                 return Err(PreludeError::ProxyNotAllowed);
             }
             let header = within(
@@ -372,7 +379,10 @@ async fn read_proxy(stream: &TcpStream, detected: Detect) -> Result<proxy::Heade
     if needed > 0 {
         header.resize(needed, 0);
         read_exact(stream, &mut header).await?;
-        let len = proxy::V2_FIXED_LEN + u16::from_be_bytes([header[14], header[15]]) as usize;
+        let len = proxy::v2_len(&header);
+        if len > proxy::V2_MAX_LEN {
+            return Err(PreludeError::Proxy(ProxyError::TooLong));
+        }
         header.resize(len, 0);
         read_exact(stream, &mut header[needed..]).await?;
         return proxy::parse(&header).map_err(PreludeError::Proxy);

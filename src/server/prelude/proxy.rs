@@ -4,7 +4,8 @@
 //! that exactly those bytes are consumed, and the client address it carries.
 //!
 //! Pure functions over byte slices (no I/O), so the fuzz target drives the same code as the
-//! server. A v1 line is at most 107 bytes, CRLF included; a v2 header at most 16 + 65535.
+//! server. A v1 line is at most 107 bytes, CRLF included (as the protocol says); a v2 header
+//! at most [`V2_MAX_LEN`] bytes here.
 
 use std::net::SocketAddr;
 
@@ -18,6 +19,10 @@ pub const V1_PREFIX: &[u8; 5] = b"PROXY";
 pub const V1_MAX_LEN: usize = 107;
 /// Bytes of a v2 header before its addresses: signature, version/command, family, length.
 pub const V2_FIXED_LEN: usize = 16;
+/// Longest v2 header accepted. The format allows 16 + 65535 bytes (and Netty accepts that);
+/// load balancers send far less (addresses plus a few TLVs such as an endpoint id), and every
+/// connection's header is held in memory until its handshake completes.
+pub const V2_MAX_LEN: usize = 4096;
 
 /// What the first bytes of a connection say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,8 +68,8 @@ pub enum ProxyError {
     /// More bytes are needed (a v2 header's total length is known after 16 bytes).
     #[error("incomplete PROXY header")]
     Incomplete,
-    /// A v1 line longer than 107 bytes.
-    #[error("PROXY v1 header longer than {V1_MAX_LEN} bytes")]
+    /// A v1 line longer than 107 bytes, or a v2 header longer than [`V2_MAX_LEN`].
+    #[error("PROXY header longer than allowed (v1: {V1_MAX_LEN} bytes, v2: {V2_MAX_LEN})")]
     TooLong,
     /// Not a valid header.
     #[error("malformed PROXY header: {0}")]
@@ -106,11 +111,19 @@ fn parse_v1(input: &[u8]) -> Result<Header, ProxyError> {
     Ok(Header { len, source })
 }
 
+/// A v2 header's total length, from its first [`V2_FIXED_LEN`] bytes.
+pub fn v2_len(fixed: &[u8]) -> usize {
+    V2_FIXED_LEN + u16::from_be_bytes([fixed[14], fixed[15]]) as usize
+}
+
 fn parse_v2(input: &[u8]) -> Result<Header, ProxyError> {
     if input.len() < V2_FIXED_LEN {
         return Err(ProxyError::Incomplete);
     }
-    let len = V2_FIXED_LEN + u16::from_be_bytes([input[14], input[15]]) as usize;
+    let len = v2_len(input);
+    if len > V2_MAX_LEN {
+        return Err(ProxyError::TooLong);
+    }
     if input.len() < len {
         return Err(ProxyError::Incomplete);
     }
@@ -277,6 +290,14 @@ mod tests {
                 len: 16,
                 source: None
             })
+        );
+        let mut huge = v2_header(None, &[(0x20, &[b'x'; 5000])]);
+        assert_eq!(parse(&huge), Err(ProxyError::TooLong));
+        huge.truncate(16);
+        assert_eq!(
+            parse(&huge),
+            Err(ProxyError::TooLong),
+            "known from the length field"
         );
         for cut in [12, 15, h.len() - 1] {
             assert_eq!(

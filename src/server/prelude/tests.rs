@@ -23,7 +23,7 @@ fn prelude(mode: ServerMode, proxy_from: &str) -> Prelude {
     Prelude::new(
         mode,
         Some(test_mode_tls()),
-        AddressPattern::parse(proxy_from).unwrap(),
+        AllowList::parse(proxy_from).unwrap(),
         Duration::from_secs(5),
     )
 }
@@ -260,21 +260,4 @@ async fn a_silent_connection_is_only_idle() {
     let result = p.run(stream, peer, Some(Duration::from_secs(120))).await;
     assert!(matches!(result, Err(PreludeError::Idle)));
     assert_eq!(PreludeStats::get(&p.stats().handshake_timeouts), 0);
-}
-
-#[test]
-fn the_log_throttle_admits_one_per_interval() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let t = LogThrottle::default();
-        assert_eq!(t.admit(), Some(0));
-        assert_eq!(t.admit(), None);
-        assert_eq!(t.admit(), None);
-        tokio::time::advance(LogThrottle::INTERVAL).await;
-        assert_eq!(t.admit(), Some(2));
-    });
 }

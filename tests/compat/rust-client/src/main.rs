@@ -15,11 +15,13 @@
 //! [--cluster DefaultCluster] [--count 100] [--wait-secs 60] [--expect-config KEY=VALUE]...`
 //!
 //! `namesrv-compat-rust-client auth ...` runs the ACL-hook checks against name servers with
-//! authentication on instead (see `auth.rs`). With `--restarts LABEL --stop-file FILE
+//! authentication on instead (see `auth.rs`); `namesrv-compat-rust-client tls ...` the checks
+//! with TLS turned on (see `tls.rs`). With `--restarts LABEL --stop-file FILE
 //! [--expect-warm]` it runs the restart experiment of [`restarts`] instead of the checks.
 
 mod auth;
 mod restarts;
+mod tls;
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -159,6 +161,7 @@ fn run_id() -> u128 {
 enum Mode {
     Checks(Opts),
     Auth(auth::AuthOpts),
+    Tls(tls::TlsOpts),
 }
 
 fn cs(s: impl Into<String>) -> CheetahString {
@@ -805,6 +808,7 @@ async fn checks(admin: &DefaultMQAdminExt, rt: &Arc<ClientRuntime>, o: &Opts, st
 fn main() {
     let mode = match std::env::args().nth(1).as_deref() {
         Some("auth") => Mode::Auth(auth::parse_opts(std::env::args().skip(2), run_id())),
+        Some("tls") => Mode::Tls(tls::parse_opts(std::env::args().skip(2), run_id())),
         _ => Mode::Checks(parse_opts()),
     };
     let _ = tracing_subscriber::fmt()
@@ -868,6 +872,7 @@ fn run(mode: Mode) -> i32 {
                 admin.shutdown().await;
             }
             Mode::Auth(o) => auth::checks(&client_rt, o, &mut steps).await,
+            Mode::Tls(o) => tls::checks(&client_rt, o, &mut steps).await,
         }
         let report = client_rt.shutdown().await;
         if !report.is_healthy() {
