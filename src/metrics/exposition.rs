@@ -15,7 +15,8 @@ use tokio::time::Instant;
 use super::histogram::HistogramSnapshot;
 use super::process::ProcessStats;
 use super::{
-    Eviction, MAX_CLUSTER_SERIES, Metrics, Refusal, Registration, RequestClass, WriteStats, codes,
+    Eviction, MAX_CLUSTER_SERIES, Metrics, Prelude, Refusal, Registration, RequestClass,
+    WriteStats, codes,
 };
 use crate::auth::{AuthStats, Gate, Reason};
 use crate::protocol::body::Name;
@@ -49,6 +50,7 @@ impl Collector for Scrape {
         encode_state(&mut enc, state)?;
         encode_peers(&mut enc, state)?;
         encode_events(&mut enc, metrics)?;
+        encode_preludes(&mut enc, metrics)?;
         if let Some(stats) = self.1.stats() {
             encode_auth(&mut enc, &stats)?;
         }
@@ -371,6 +373,46 @@ fn encode_writes(
         &format!("namesrv_{what}_write_failures"),
         &format!("Changes to the {desc} that could not be written; nothing was changed."),
         super::read(&w.failures),
+    )
+}
+
+/// TLS handshakes, their failures, mode rejections and PROXY headers (issue 11).
+fn encode_preludes(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> Result {
+    counter(
+        enc,
+        "namesrv_tls_handshakes",
+        "TLS handshakes completed.",
+        m.preludes(Prelude::TlsHandshake),
+    )?;
+    labelled(
+        enc,
+        (
+            "namesrv_handshake_failures",
+            "Connections closed during their TLS or PROXY handshake, by reason.",
+            "reason",
+        ),
+        MetricType::Counter,
+        Prelude::FAILURES
+            .iter()
+            .map(|&(p, label)| (label, m.preludes(p))),
+    )?;
+    labelled(
+        enc,
+        (
+            "namesrv_tls_mode_rejections",
+            "Connections closed for tls.server.mode: TLS while disabled, plaintext while enforcing.",
+            "reason",
+        ),
+        MetricType::Counter,
+        Prelude::MODE_REJECTIONS
+            .iter()
+            .map(|&(p, label)| (label, m.preludes(p))),
+    )?;
+    counter(
+        enc,
+        "namesrv_proxy_headers",
+        "PROXY protocol headers accepted (the client address they carry is used).",
+        m.preludes(Prelude::ProxyHeader),
     )
 }
 

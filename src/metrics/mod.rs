@@ -105,6 +105,55 @@ impl Refusal {
     }
 }
 
+// --- TLS and the PROXY protocol (issue 11): what connections' preludes ended with ---
+
+/// How a connection's prelude (PROXY header, TLS decision, handshake) ended, when it was not
+/// simply a plaintext connection or one that closed or idled before sending anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prelude {
+    /// A TLS handshake completed.
+    TlsHandshake,
+    /// A TLS handshake failed (garbage ClientHello, no shared cipher, refused certificate…).
+    TlsError,
+    /// A PROXY header or TLS handshake did not complete within `handshakeTimeoutMillis`.
+    Timeout,
+    /// A TLS client closed because `tls.server.mode=disabled`.
+    TlsRefused,
+    /// A plaintext client closed because `tls.server.mode=enforcing`.
+    PlainRefused,
+    /// A PROXY header was accepted.
+    ProxyHeader,
+    /// A malformed or over-long PROXY header.
+    ProxyMalformed,
+    /// A PROXY header from a peer `proxyProtocolAllowedAddresses` does not list.
+    ProxyNotAllowed,
+}
+
+impl Prelude {
+    const ALL: [Prelude; 8] = [
+        Prelude::TlsHandshake,
+        Prelude::TlsError,
+        Prelude::Timeout,
+        Prelude::TlsRefused,
+        Prelude::PlainRefused,
+        Prelude::ProxyHeader,
+        Prelude::ProxyMalformed,
+        Prelude::ProxyNotAllowed,
+    ];
+    /// The handshake failures, with their `reason` label.
+    const FAILURES: [(Prelude, &'static str); 4] = [
+        (Prelude::TlsError, "tls_error"),
+        (Prelude::Timeout, "timeout"),
+        (Prelude::ProxyMalformed, "proxy_malformed"),
+        (Prelude::ProxyNotAllowed, "proxy_not_allowed"),
+    ];
+    /// The mode rejections, with their `reason` label.
+    const MODE_REJECTIONS: [(Prelude, &'static str); 2] = [
+        (Prelude::TlsRefused, "tls_while_disabled"),
+        (Prelude::PlainRefused, "plaintext_while_enforcing"),
+    ];
+}
+
 /// A durable write of the KV store or the configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Write {
@@ -135,6 +184,7 @@ pub struct Metrics {
     connections_refused: [AtomicU64; Refusal::ALL.len()],
     registrations: [AtomicU64; Registration::ALL.len()],
     evictions: [AtomicU64; Eviction::ALL.len()],
+    preludes: [AtomicU64; Prelude::ALL.len()],
     kv_writes: WriteStats,
     config_writes: WriteStats,
     /// Clusters that have had a series (read and written only when scraped).
@@ -158,6 +208,7 @@ impl Default for Metrics {
             connections_refused: Default::default(),
             registrations: Default::default(),
             evictions: Default::default(),
+            preludes: Default::default(),
             kv_writes: WriteStats::default(),
             config_writes: WriteStats::default(),
             clusters_seen: Mutex::default(),
@@ -282,6 +333,16 @@ impl Metrics {
     /// Evictions for `reason` since start.
     pub fn evictions(&self, reason: Eviction) -> u64 {
         read(&self.evictions[reason as usize])
+    }
+
+    /// A connection's prelude ended as `outcome`.
+    pub fn prelude(&self, outcome: Prelude) {
+        add(&self.preludes[outcome as usize], 1);
+    }
+
+    /// Preludes that ended as `outcome` since start.
+    pub fn preludes(&self, outcome: Prelude) -> u64 {
+        read(&self.preludes[outcome as usize])
     }
 
     /// Registrations that ended as `outcome` since start.

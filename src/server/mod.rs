@@ -295,7 +295,7 @@ pub async fn run(
                     // Boxed: the handshake's state is large and needed only until it is done,
                     // so it must not stay in every connection's task for the connection's life.
                     let prelude = tokio::select! {
-                        done = Box::pin(server.config.prelude.run(stream, peer, idle)) => done.ok(),
+                        done = Box::pin(server.config.prelude.run(stream, peer, idle, state.metrics())) => done.ok(),
                         _ = token.cancelled() => None,
                     };
                     if let Some((transport, client)) = prelude {

@@ -6,7 +6,8 @@ use namesrv::protocol::code::{request, response};
 
 use std::time::Duration;
 
-use namesrv::server::prelude::{PreludeStats, proxy};
+use namesrv::metrics::Prelude as Outcome;
+use namesrv::server::prelude::proxy;
 
 use crate::harness::{
     TestClient, TestServer, body_text, register_body, register_ext, route, tls_client_config,
@@ -217,8 +218,7 @@ async fn stalled_handshakes_are_closed_in_bounded_time_without_delaying_others()
         started.elapsed() < Duration::from_secs(5),
         "closed after the handshake timeout"
     );
-    let stats = server.prelude().stats();
-    assert_eq!(PreludeStats::get(&stats.handshake_timeouts), 4);
+    assert_eq!(server.state.metrics().preludes(Outcome::Timeout), 4);
 }
 
 #[tokio::test]
@@ -262,9 +262,9 @@ async fn garbage_hellos_truncated_records_and_bad_proxy_headers_close_only_their
         assert!(c.closed_without_reply().await, "{what}");
         others_are_served(&server).await;
     }
-    let stats = server.prelude().stats();
-    assert_eq!(PreludeStats::get(&stats.proxy_refused), 3);
-    assert!(PreludeStats::get(&stats.tls_handshake_errors) >= 2);
+    let metrics = server.state.metrics();
+    assert_eq!(metrics.preludes(Outcome::ProxyMalformed), 3);
+    assert!(metrics.preludes(Outcome::TlsError) >= 2);
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 
+use namesrv::metrics::Prelude as Outcome;
 use namesrv::protocol::code::{request, response};
 use namesrv::server::prelude::proxy::{v1_header, v2_header};
 
@@ -74,9 +75,6 @@ async fn only_allowed_peers_may_send_a_proxy_header() {
     // Without a header the same peer is served as itself.
     let mut direct = server.client().await;
     assert_eq!(route_code(&mut direct).await, response::NO_PERMISSION);
-    let stats = server.prelude().stats();
-    assert_eq!(
-        namesrv::server::prelude::PreludeStats::get(&stats.proxy_refused),
-        1
-    );
+    let metrics = server.state.metrics();
+    assert_eq!(metrics.preludes(Outcome::ProxyNotAllowed), 1);
 }

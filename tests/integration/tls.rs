@@ -220,11 +220,12 @@ async fn a_default_server_serves_tls_and_plaintext_on_one_port() {
     assert_eq!(over_tls.body, over_plain.body, "the same bytes inside TLS");
     let info = tls.call(request::GET_BROKER_CLUSTER_INFO, &[], None).await;
     assert_eq!(info.code, 0);
-    let stats = server.prelude().stats();
-    assert_eq!(
-        namesrv::server::prelude::PreludeStats::get(&stats.tls_handshakes),
-        1
-    );
+    let metrics = server.state.metrics();
+    assert_eq!(metrics.preludes(namesrv::metrics::Prelude::TlsHandshake), 1);
+    // The counters reach /metrics.
+    let text = namesrv::metrics::render(&server.state, &server.auth);
+    assert!(text.contains("namesrv_tls_handshakes_total 1\n"), "{text}");
+    assert!(text.contains("namesrv_handshake_failures_total{reason=\"timeout\"} 0\n"));
 }
 
 #[tokio::test]

@@ -16,7 +16,6 @@ pub mod proxy;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -27,6 +26,7 @@ use tokio_rustls::server::TlsStream;
 use super::log_limit::LogLimit;
 use crate::auth::address::{AddressPattern, PatternError};
 use crate::config::Settings;
+use crate::metrics::{Metrics, Prelude as Outcome};
 use crate::tls::{ServerMode, ServerTls, TlsError, TlsSettings};
 use proxy::{Detect, ProxyError};
 
@@ -80,36 +80,6 @@ pub enum PreludeError {
     Handshake(std::io::Error),
 }
 
-/// Counters of what the prelude decided.
-#[derive(Debug, Default)]
-pub struct PreludeStats {
-    /// Completed TLS handshakes.
-    pub tls_handshakes: AtomicU64,
-    /// TLS handshakes that failed (bad ClientHello, no shared cipher, refused certificate…).
-    pub tls_handshake_errors: AtomicU64,
-    /// PROXY headers or TLS handshakes closed for taking too long.
-    pub handshake_timeouts: AtomicU64,
-    /// TLS clients closed because the mode is `disabled`.
-    pub tls_refused: AtomicU64,
-    /// Plaintext clients closed because the mode is `enforcing`.
-    pub plain_refused: AtomicU64,
-    /// PROXY headers accepted.
-    pub proxy_headers: AtomicU64,
-    /// PROXY headers refused: malformed, too long, or from a peer not allowed to send one.
-    pub proxy_refused: AtomicU64,
-}
-
-impl PreludeStats {
-    fn count(&self, counter: &AtomicU64) {
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// One counter's value.
-    pub fn get(counter: &AtomicU64) -> u64 {
-        counter.load(Ordering::Relaxed)
-    }
-}
-
 /// The peers allowed to send a PROXY header (`proxyProtocolAllowedAddresses`): address
 /// patterns as in the auth file (`10.0.1.*`, `10.0.0.1-9`, `fe80::*`), separated by `;`.
 /// Empty: nobody.
@@ -145,7 +115,6 @@ struct Inner {
     tls: Option<ServerTls>,
     proxy_from: AllowList,
     handshake_timeout: Duration,
-    stats: PreludeStats,
     /// Refusals by mode, and failed handshakes, are each logged at most once per interval.
     refusals: Mutex<LogLimit>,
     failures: Mutex<LogLimit>,
@@ -170,7 +139,6 @@ impl Prelude {
             tls,
             proxy_from,
             handshake_timeout,
-            stats: PreludeStats::default(),
             refusals: Mutex::new(LogLimit::new(LOG_INTERVAL)),
             failures: Mutex::new(LogLimit::new(LOG_INTERVAL)),
         }))
@@ -222,39 +190,36 @@ impl Prelude {
         self.0.tls.as_ref()
     }
 
-    /// What the prelude decided so far.
-    pub fn stats(&self) -> &PreludeStats {
-        &self.0.stats
-    }
-
     /// Runs the prelude of `stream` from `peer`; `idle` bounds the waits for a first byte.
-    /// Failures are counted and logged (refusals at most once per interval) before returning.
+    /// The outcome is counted in `metrics`, and failures are logged (each kind at most once per
+    /// interval) before returning.
     pub async fn run(
         &self,
         stream: TcpStream,
         peer: SocketAddr,
         idle: Option<Duration>,
+        metrics: &Metrics,
     ) -> Result<(Transport, SocketAddr), PreludeError> {
-        let result = self.decide(stream, peer, idle).await;
-        if let Err(e) = &result {
-            self.record(e, peer);
+        let result = self.decide(stream, peer, idle, metrics).await;
+        match &result {
+            Ok((Transport::Tls(_), _)) => metrics.prelude(Outcome::TlsHandshake),
+            Ok(_) => {}
+            Err(e) => self.record(e, peer, metrics),
         }
         result
     }
 
-    fn record(&self, e: &PreludeError, peer: SocketAddr) {
-        let stats = &self.0.stats;
-        let (counter, throttle) = match e {
+    fn record(&self, e: &PreludeError, peer: SocketAddr, metrics: &Metrics) {
+        let (outcome, throttle) = match e {
             PreludeError::Eof | PreludeError::Idle | PreludeError::Io(_) => return,
-            PreludeError::TlsRefused => (&stats.tls_refused, &self.0.refusals),
-            PreludeError::PlainRefused => (&stats.plain_refused, &self.0.refusals),
-            PreludeError::ProxyNotAllowed | PreludeError::Proxy(_) => {
-                (&stats.proxy_refused, &self.0.failures)
-            }
-            PreludeError::Timeout(_) => (&stats.handshake_timeouts, &self.0.failures),
-            PreludeError::Handshake(_) => (&stats.tls_handshake_errors, &self.0.failures),
+            PreludeError::TlsRefused => (Outcome::TlsRefused, &self.0.refusals),
+            PreludeError::PlainRefused => (Outcome::PlainRefused, &self.0.refusals),
+            PreludeError::ProxyNotAllowed => (Outcome::ProxyNotAllowed, &self.0.failures),
+            PreludeError::Proxy(_) => (Outcome::ProxyMalformed, &self.0.failures),
+            PreludeError::Timeout(_) => (Outcome::Timeout, &self.0.failures),
+            PreludeError::Handshake(_) => (Outcome::TlsError, &self.0.failures),
         };
-        stats.count(counter);
+        metrics.prelude(outcome);
         if let Some(left_out) = throttle.lock().ready() {
             tracing::warn!(%peer, left_out, "closing the connection: {e}");
         }
@@ -265,6 +230,7 @@ impl Prelude {
         stream: TcpStream,
         peer: SocketAddr,
         idle: Option<Duration>,
+        metrics: &Metrics,
     ) -> Result<(Transport, SocketAddr), PreludeError> {
         let mut client = peer;
         let mut start = [0u8; proxy::V2_SIGNATURE.len()];
@@ -282,7 +248,7 @@ impl Prelude {
                 read_proxy(&stream, detected),
             )
             .await??;
-            self.0.stats.count(&self.0.stats.proxy_headers);
+            metrics.prelude(Outcome::ProxyHeader);
             if let Some(source) = header.source {
                 tracing::debug!(%peer, client = %source, "PROXY header");
                 client = source;
@@ -306,7 +272,6 @@ impl Prelude {
                 )
                 .await?
                 .map_err(PreludeError::Handshake)?;
-                self.0.stats.count(&self.0.stats.tls_handshakes);
                 Ok((Transport::Tls(Box::new(accepted)), client))
             }
         }

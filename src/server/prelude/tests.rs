@@ -9,6 +9,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::proxy::{v1_header, v2_header};
 use super::*;
+use crate::metrics::Prelude as Outcome;
 use crate::tls::TlsSettings;
 
 fn test_mode_tls() -> ServerTls {
@@ -33,6 +34,7 @@ fn prelude(mode: ServerMode, proxy_from: &str) -> Prelude {
 async fn run_with(
     prelude: &Prelude,
     bytes: Vec<u8>,
+    metrics: &Metrics,
 ) -> (Result<(Transport, SocketAddr), PreludeError>, TcpStream) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let mut client = TcpStream::connect(listener.local_addr().unwrap())
@@ -40,7 +42,7 @@ async fn run_with(
         .unwrap();
     client.write_all(&bytes).await.unwrap();
     let (stream, peer) = listener.accept().await.unwrap();
-    (prelude.run(stream, peer, None).await, client)
+    (prelude.run(stream, peer, None, metrics).await, client)
 }
 
 async fn read_available(stream: &mut TcpStream, len: usize) -> Vec<u8> {
@@ -53,8 +55,9 @@ const FRAME: &[u8] = &[0, 0, 0, 8, 0, 0, 0, 4, b'{', b'}', b' ', b' '];
 
 #[tokio::test]
 async fn plaintext_reaches_the_frame_layer_untouched() {
+    let m = Metrics::default();
     let p = prelude(ServerMode::Permissive, "*");
-    let (result, client) = run_with(&p, FRAME.to_vec()).await;
+    let (result, client) = run_with(&p, FRAME.to_vec(), &m).await;
     let (Transport::Plain(mut stream), addr) = result.unwrap() else {
         panic!("expected plaintext")
     };
@@ -64,6 +67,7 @@ async fn plaintext_reaches_the_frame_layer_untouched() {
 
 #[tokio::test]
 async fn proxy_headers_are_stripped_and_give_the_client_address() {
+    let m = Metrics::default();
     let p = prelude(ServerMode::Permissive, "127.0.0.1");
     let source: SocketAddr = "203.0.113.9:4242".parse().unwrap();
     let dest: SocketAddr = "10.0.0.1:9876".parse().unwrap();
@@ -73,18 +77,18 @@ async fn proxy_headers_are_stripped_and_give_the_client_address() {
     ] {
         let mut bytes = header.clone();
         bytes.extend_from_slice(FRAME);
-        let (result, _client) = run_with(&p, bytes).await;
+        let (result, _client) = run_with(&p, bytes, &m).await;
         let (Transport::Plain(mut stream), addr) = result.unwrap() else {
             panic!("expected plaintext")
         };
         assert_eq!(addr, source);
         assert_eq!(read_available(&mut stream, FRAME.len()).await, FRAME);
     }
-    assert_eq!(PreludeStats::get(&p.stats().proxy_headers), 2);
+    assert_eq!(m.preludes(Outcome::ProxyHeader), 2);
     // LOCAL (a health check) keeps the socket's address.
     let mut bytes = v2_header(None, &[]);
     bytes.extend_from_slice(FRAME);
-    let (result, client) = run_with(&p, bytes).await;
+    let (result, client) = run_with(&p, bytes, &m).await;
     assert_eq!(result.unwrap().1, client.local_addr().unwrap());
 }
 
@@ -103,7 +107,7 @@ async fn a_header_split_across_segments_is_read_whole() {
     let (stream, peer) = listener.accept().await.unwrap();
     let server = tokio::spawn({
         let p = p.clone();
-        async move { p.run(stream, peer, None).await }
+        async move { p.run(stream, peer, None, &Metrics::default()).await }
     });
     for part in [&header[..3], &header[3..20], &header[20..]] {
         client.write_all(part).await.unwrap();
@@ -133,11 +137,11 @@ async fn tls_client(addr: SocketAddr, prefix: Vec<u8>) -> std::io::Result<Vec<u8
     Ok(echo)
 }
 
-async fn tls_round_trip(p: &Prelude, prefix: Vec<u8>) -> SocketAddr {
+async fn tls_round_trip(p: &Prelude, prefix: Vec<u8>, m: &Metrics) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let client = tokio::spawn(tls_client(listener.local_addr().unwrap(), prefix));
     let (stream, peer) = listener.accept().await.unwrap();
-    let (Transport::Tls(mut tls), addr) = p.run(stream, peer, None).await.unwrap() else {
+    let (Transport::Tls(mut tls), addr) = p.run(stream, peer, None, m).await.unwrap() else {
         panic!("expected TLS")
     };
     let mut frame = vec![0u8; FRAME.len()];
@@ -151,47 +155,51 @@ async fn tls_round_trip(p: &Prelude, prefix: Vec<u8>) -> SocketAddr {
 #[tokio::test]
 async fn tls_is_served_in_permissive_and_enforcing_mode_also_after_a_proxy_header() {
     for mode in [ServerMode::Permissive, ServerMode::Enforcing] {
+        let m = Metrics::default();
         let p = prelude(mode, "*");
-        tls_round_trip(&p, Vec::new()).await;
+        tls_round_trip(&p, Vec::new(), &m).await;
         let source: SocketAddr = "[2001:db8::7]:99".parse().unwrap();
         let header = v2_header(Some((source, "[2001:db8::1]:9876".parse().unwrap())), &[]);
-        assert_eq!(tls_round_trip(&p, header).await, source);
-        assert_eq!(PreludeStats::get(&p.stats().tls_handshakes), 2);
+        assert_eq!(tls_round_trip(&p, header, &m).await, source);
+        assert_eq!(m.preludes(Outcome::TlsHandshake), 2);
+        assert_eq!(m.preludes(Outcome::ProxyHeader), 1);
     }
 }
 
 #[tokio::test]
 async fn modes_refuse_what_java_refuses() {
+    let m = Metrics::default();
     let disabled = prelude(ServerMode::Disabled, "*");
     assert!(disabled.tls().is_none(), "no material in disabled mode");
     let hello = vec![0x16, 0x03, 0x01, 0x00, 0x05, 1, 2, 3, 4, 5];
-    let (result, _c) = run_with(&disabled, hello).await;
+    let (result, _c) = run_with(&disabled, hello, &m).await;
     assert!(matches!(result, Err(PreludeError::TlsRefused)));
-    let (result, _c) = run_with(&disabled, FRAME.to_vec()).await;
+    let (result, _c) = run_with(&disabled, FRAME.to_vec(), &m).await;
     assert!(matches!(result, Ok((Transport::Plain(_), _))));
     let enforcing = prelude(ServerMode::Enforcing, "*");
-    let (result, _c) = run_with(&enforcing, FRAME.to_vec()).await;
+    let (result, _c) = run_with(&enforcing, FRAME.to_vec(), &m).await;
     assert!(matches!(result, Err(PreludeError::PlainRefused)));
     let mut proxied = v1_header("1.2.3.4:5".parse().unwrap(), "5.6.7.8:9".parse().unwrap());
     proxied.extend_from_slice(FRAME);
-    let (result, _c) = run_with(&enforcing, proxied).await;
+    let (result, _c) = run_with(&enforcing, proxied, &m).await;
     assert!(matches!(result, Err(PreludeError::PlainRefused)));
-    assert_eq!(PreludeStats::get(&disabled.stats().tls_refused), 1);
-    assert_eq!(PreludeStats::get(&enforcing.stats().plain_refused), 2);
+    assert_eq!(m.preludes(Outcome::TlsRefused), 1);
+    assert_eq!(m.preludes(Outcome::PlainRefused), 2);
 }
 
 #[tokio::test]
 async fn proxy_headers_are_refused_from_peers_not_allowed_and_when_malformed() {
+    let m = Metrics::default();
     let header = v1_header("1.2.3.4:5".parse().unwrap(), "5.6.7.8:9".parse().unwrap());
     for allowed in ["", "10.0.0.*"] {
         let p = prelude(ServerMode::Permissive, allowed);
-        let (result, _c) = run_with(&p, header.clone()).await;
+        let (result, _c) = run_with(&p, header.clone(), &m).await;
         assert!(
             matches!(result, Err(PreludeError::ProxyNotAllowed)),
             "{allowed:?}"
         );
         // Without a header the same peer is served.
-        let (result, _c) = run_with(&p, FRAME.to_vec()).await;
+        let (result, _c) = run_with(&p, FRAME.to_vec(), &m).await;
         assert!(result.is_ok());
     }
     let p = prelude(ServerMode::Permissive, "*");
@@ -204,7 +212,7 @@ async fn proxy_headers_are_refused_from_peers_not_allowed_and_when_malformed() {
             v2
         },
     ] {
-        let (result, _c) = run_with(&p, bad.clone()).await;
+        let (result, _c) = run_with(&p, bad.clone(), &m).await;
         assert!(
             matches!(result, Err(PreludeError::Proxy(_))),
             "{:?}: {result:?}",
@@ -212,21 +220,24 @@ async fn proxy_headers_are_refused_from_peers_not_allowed_and_when_malformed() {
             result = result.map(|(_, a)| a)
         );
     }
-    assert_eq!(PreludeStats::get(&p.stats().proxy_refused), 3);
+    assert_eq!(m.preludes(Outcome::ProxyMalformed), 3);
+    assert_eq!(m.preludes(Outcome::ProxyNotAllowed), 2);
 }
 
 #[tokio::test]
 async fn garbage_after_the_tls_byte_fails_the_handshake() {
+    let m = Metrics::default();
     let p = prelude(ServerMode::Permissive, "*");
     let mut garbage = vec![0x16, 0x03, 0x01, 0x00, 0x20];
     garbage.extend_from_slice(&[0xAB; 32]);
-    let (result, _c) = run_with(&p, garbage).await;
+    let (result, _c) = run_with(&p, garbage, &m).await;
     assert!(matches!(result, Err(PreludeError::Handshake(_))));
-    assert_eq!(PreludeStats::get(&p.stats().tls_handshake_errors), 1);
+    assert_eq!(m.preludes(Outcome::TlsError), 1);
 }
 
 #[tokio::test(start_paused = true)]
 async fn stalled_handshakes_time_out() {
+    let m = Metrics::default();
     let p = prelude(ServerMode::Permissive, "*");
     for stalled in [
         vec![0x16, 0x03, 0x01, 0x02, 0x00, 0x01],
@@ -239,25 +250,28 @@ async fn stalled_handshakes_time_out() {
             v2
         },
     ] {
-        let (result, _c) = run_with(&p, stalled.clone()).await;
+        let (result, _c) = run_with(&p, stalled.clone(), &m).await;
         assert!(
             matches!(result, Err(PreludeError::Timeout(_))),
             "{stalled:?}: {:?}",
             result.map(|(_, a)| a)
         );
     }
-    assert_eq!(PreludeStats::get(&p.stats().handshake_timeouts), 5);
+    assert_eq!(m.preludes(Outcome::Timeout), 5);
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_silent_connection_is_only_idle() {
+    let m = Metrics::default();
     let p = prelude(ServerMode::Permissive, "*");
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let _client = TcpStream::connect(listener.local_addr().unwrap())
         .await
         .unwrap();
     let (stream, peer) = listener.accept().await.unwrap();
-    let result = p.run(stream, peer, Some(Duration::from_secs(120))).await;
+    let result = p
+        .run(stream, peer, Some(Duration::from_secs(120)), &m)
+        .await;
     assert!(matches!(result, Err(PreludeError::Idle)));
-    assert_eq!(PreludeStats::get(&p.stats().handshake_timeouts), 0);
+    assert_eq!(m.preludes(Outcome::Timeout), 0);
 }
