@@ -18,8 +18,9 @@
 #            127.0.0.1 trusted by address), the broker registers with them too, and the client's
 #            ACL hook (AclClientRPCHook) signs against them (`rust-client auth`). TLS: the client
 #            with TLS on (`rust-client tls`) against the first name server (permissive, the
-#            default) and against a fourth with tls.server.mode=enforcing, where a fake broker
-#            registers over TLS; nsadmin --tls and JAVA_OPT=-Dtls.enable=true against it too;
+#            default; a fake broker registers in plaintext) and against a fourth with
+#            tls.server.mode=enforcing (a fake broker registers over TLS); nsadmin --tls and
+#            JAVA_OPT=-Dtls.enable=true against it too;
 #   prometheus  Debian's Prometheus scrapes the name server's /metrics every second while the
 #            rocketmq-rust broker and client run (so it implies rust); its query API must show
 #            the broker live (1), route lookups rising, then 0 live brokers after the broker
@@ -521,8 +522,12 @@ EOF
     python3 "$FAKE" wait-broker "$NS" broker-a --timeout 45 --pid "$BROKER_PID" \
       --label "rocketmq-broker-rust $BROKER_CRATE_VERSION"
 
-  check "rocketmq-client-rust 1.0.0 over TLS, permissive" 180 \
-    "$CLIENT_BIN" tls --namesrv "$NS" --mode permissive --topic TBW102 --broker-name broker-a \
+  # Permissive: a broker registers in plaintext while the client reads over TLS, one port.
+  check "rocketmq-client-rust 1.0.0 over TLS, permissive" 240 \
+    python3 "$FAKE" register "$NS" --style v5-json --cluster "$CLUSTER" \
+      --broker-name fake-plain --broker-addr "127.0.0.1:2$((RANDOM % 9000 + 1000))" \
+      --label "fake-broker in plaintext" --command-timeout 200 -- \
+    "$CLIENT_BIN" tls --namesrv "$NS" --mode permissive --topic TopicTest --broker-name fake-plain \
       --cluster "$CLUSTER" --wait-secs 60
   check "rocketmq-client-rust 1.0.0 over TLS, enforcing" 240 \
     python3 "$FAKE" register "$NS_TLS" --tls --style v5-json --cluster "$CLUSTER" \

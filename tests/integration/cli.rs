@@ -391,8 +391,42 @@ fn script(name: &str, home: &Path, rocketmq_home: &Path) -> Command {
         .env_remove("NAMESRV_LOG_DIR")
         .env_remove("NAMESRV_FOREGROUND")
         .env_remove("ROCKETMQ_SERIALIZE_TYPE")
+        .env_remove("JAVA_OPT")
+        .env_remove("JAVA_OPT_EXT")
         .env_remove("RUST_LOG");
     cmd
+}
+
+#[test]
+fn mqnamesrv_passes_the_system_properties_of_java_opt() {
+    if !bash_available() {
+        eprintln!("note: bash is not available; skipping the bin/mqnamesrv test");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let conf = private_config(dir.path());
+    let mut print = script("mqnamesrv", dir.path(), dir.path());
+    // As runserver.sh: JAVA_OPT first, JAVA_OPT_EXT last (so it wins); JVM flags are skipped.
+    print
+        .env(
+            "JAVA_OPT",
+            "-server -Xms1g -Dtls.server.mode=disabled -XX:+UseG1GC",
+        )
+        .env(
+            "JAVA_OPT_EXT",
+            "-Dtls.server.mode=enforcing -Dtls.config.file=/nonexistent/tls.properties \
+             -Dtls.server.keyPassword=zz-secret-zz",
+        )
+        .arg("-p")
+        .arg("-c")
+        .arg(&conf);
+    let out = run(print);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert!(text.contains("tls.server.mode=enforcing\n"), "{text}");
+    assert!(text.contains("tls.config.file=/nonexistent/tls.properties\n"));
+    assert!(text.contains("# tls.server.keyPassword is set (not shown)\n"));
+    assert!(!text.contains("zz-secret-zz"));
 }
 
 #[tokio::test]

@@ -41,6 +41,7 @@ async fn nsadmin_argv(args: &[&str], envs: &[(&str, &str)]) -> Run {
         "ROCKETMQ_HOME",
         "NSADMIN_CREDENTIALS",
         "ROCKETMQ_SERIALIZE_TYPE",
+        "JAVA_OPT",
     ] {
         cmd.env_remove(var);
     }
@@ -806,5 +807,41 @@ async fn cluster_list_interval_repeats_and_reports_as_it_goes() {
     assert!(
         errors.contains("GET_BROKER_RUNTIME_INFO (28)"),
         "printed while running: {errors}"
+    );
+}
+
+#[tokio::test]
+async fn tls_with_the_flag_or_javas_system_property() {
+    let server = TestServer::with_properties("tls.server.mode=enforcing\n").await;
+    let addr = server.addr.to_string();
+    let over_tls = nsadmin(&format!("getNamesrvConfig -n {addr} --tls")).await;
+    assert_eq!(over_tls.code, 0, "{}", over_tls.err);
+    assert!(over_tls.out.contains("listenPort"), "{}", over_tls.out);
+    let java_opt = nsadmin_env(
+        &format!("topicList -n {addr}"),
+        &[(
+            "JAVA_OPT",
+            "-Xmx64m -Dtls.enable=true -Dtls.config.file=/nonexistent",
+        )],
+    )
+    .await;
+    assert_eq!(java_opt.code, 0, "{}", java_opt.err);
+    // Plaintext to an enforcing server: the connection is closed, a server that could not be asked.
+    let plain = nsadmin(&format!("getNamesrvConfig -n {addr}")).await;
+    assert_eq!(plain.code, 2, "{}", plain.err);
+    // A client trust store that does not exist is a usage error naming the key.
+    let bad = nsadmin_env(
+        &format!("topicList -n {addr} --tls"),
+        &[(
+            "JAVA_OPT",
+            "-Dtls.test.mode.enable=false -Dtls.client.authServer=true -Dtls.client.trustCertPath=/no/ca.pem -Dtls.config.file=/nonexistent",
+        )],
+    )
+    .await;
+    assert_eq!(bad.code, 1);
+    assert!(
+        bad.err.contains("tls.client.trustCertPath=/no/ca.pem"),
+        "{}",
+        bad.err
     );
 }

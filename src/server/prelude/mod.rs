@@ -170,16 +170,6 @@ impl Prelude {
         ))
     }
 
-    /// Plaintext only (`disabled`), PROXY headers from anyone: the server before TLS is set up.
-    pub fn plaintext() -> Prelude {
-        Prelude::new(
-            ServerMode::Disabled,
-            None,
-            AllowList::parse("*").expect("* is a pattern"),
-            Duration::from_secs(5),
-        )
-    }
-
     /// The mode.
     pub fn mode(&self) -> ServerMode {
         self.0.mode

@@ -811,6 +811,9 @@ fn main() {
         Some("tls") => Mode::Tls(tls::parse_opts(std::env::args().skip(2), run_id())),
         _ => Mode::Checks(parse_opts()),
     };
+    // Both of rustls' providers are compiled in (through different dependencies): choose one,
+    // or the client's TLS connections cannot build their configuration.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off")),

@@ -1,6 +1,6 @@
 //! `namesrv-compat-rust-client tls ...`: the rocketmq-client-rust 1.0.0 admin client with TLS
-//! turned on (`setUseTLS(true)`, as `-Dtls.enable=true` does for a Java client: any server
-//! certificate, no client certificate) against a name server in `permissive` or `enforcing`
+//! turned on (`set_use_tls(true)` and TLS test mode, as `-Dtls.enable=true` does for a Java
+//! client: any server certificate, no client certificate) against a name server in `permissive` or `enforcing`
 //! mode: cluster info, a registered topic's route and a KV round trip over TLS; in
 //! `enforcing` mode a plaintext client must also be refused.
 //!
@@ -77,6 +77,9 @@ async fn admin(rt: &Arc<ClientRuntime>, o: &TlsOpts, tls: bool) -> Result<Defaul
     let mut admin = DefaultMQAdminExt::with_timeout(rt.clone(), Duration::from_secs(5));
     admin.set_namesrv_addr(o.namesrv.as_str());
     admin.set_use_tls(tls);
+    // A Java client with -Dtls.enable=true runs in TLS test mode unless told otherwise (any
+    // server certificate); rocketmq-rust's client defaults to verifying the server's chain.
+    admin.client_config_mut().set_tls_test_mode_enable(true);
     admin
         .client_config_mut()
         .set_instance_name(cs(format!("compat-tls-{tls}-{}", o.run_id)));
@@ -84,10 +87,23 @@ async fn admin(rt: &Arc<ClientRuntime>, o: &TlsOpts, tls: bool) -> Result<Defaul
     Ok(admin)
 }
 
+/// The client's error with the source location that raised it (its Debug form redacts the
+/// configuration key).
+fn why(e: rocketmq_client_rust::ClientError) -> String {
+    let at = e.shared_error().location().to_string();
+    let mut causes = Vec::new();
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e.shared_error().as_ref());
+    while let Some(c) = cause {
+        causes.push(c.to_string());
+        cause = c.source();
+    }
+    format!("{} (raised at {at}; causes: {})", show(e), causes.join(" <- "))
+}
+
 pub(crate) async fn checks(rt: &Arc<ClientRuntime>, o: &TlsOpts, steps: &mut Steps) {
     let mode = if o.enforcing { "enforcing" } else { "permissive" };
     let started = Instant::now();
-    let tls = match admin(rt, o, true).await {
+    let mut tls = match admin(rt, o, true).await {
         Ok(a) => {
             steps.record(&format!("tls_admin_start[{mode}]"), "none", started, Ok("TLS admin client started".into()));
             a
@@ -101,7 +117,7 @@ pub(crate) async fn checks(rt: &Arc<ClientRuntime>, o: &TlsOpts, steps: &mut Ste
         .run(&format!("tls_cluster_info[{mode}]"), "106", async {
             let deadline = Instant::now() + o.wait;
             loop {
-                let info = RouteAdmin::examine_broker_cluster_info(&tls).await.map_err(show)?;
+                let info = RouteAdmin::examine_broker_cluster_info(&tls).await.map_err(why)?;
                 let listed = info
                     .cluster_addr_table
                     .as_ref()
@@ -163,7 +179,7 @@ pub(crate) async fn checks(rt: &Arc<ClientRuntime>, o: &TlsOpts, steps: &mut Ste
     if o.enforcing {
         steps
             .run("plaintext_refused[enforcing]", "106", async {
-                let plain = admin(rt, o, false).await?;
+                let mut plain = admin(rt, o, false).await?;
                 let outcome = RouteAdmin::examine_broker_cluster_info(&plain).await;
                 plain.shutdown().await;
                 match outcome {
