@@ -3,9 +3,9 @@
 //!
 //! Starts a release server in its default TLS mode (permissive, test-mode certificate), then
 //! opens `--conns` plaintext connections that each ask for the name server's configuration
-//! once (a response of a few kilobytes) and then stay open and idle; reads the server's RSS
-//! before and after; closes them; and does the same with TLS connections (rustls, as a Java
-//! client with `tls.enable=true`: full handshake, any certificate). The client sessions live
+//! once (a response of a few kilobytes) and then stay open and idle, and reads the server's
+//! RSS before and after; then does the same on a fresh server with TLS connections (rustls,
+//! as a Java client with `tls.enable=true`: full handshake, any certificate). The client sessions live
 //! in this process, so the server's RSS counts only its side. Prints one JSON line.
 
 #[allow(dead_code)] // shared with the soak tool, which uses more of it
@@ -152,20 +152,24 @@ async fn run(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let props = [("tls.config.file", "/nonexistent/tls.properties".to_owned())];
-    let mut srv = match server::ServerProc::start(&bin, "idle", &props).await {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("idle_conns: {e}");
-            return ExitCode::from(2);
-        }
-    };
     let client = Arc::new(
         namesrv::tls::client::client_config(&TlsSettings::default()).expect("client config"),
     );
-    let plain = hold(&args, srv.pid, srv.addr, None).await;
-    let tls = hold(&args, srv.pid, srv.addr, Some(client)).await;
-    srv.stop(Duration::from_secs(10)).await;
+    // A fresh server for each kind, so neither inherits memory the other freed.
+    let mut results = Vec::new();
+    for tls in [None, Some(client)] {
+        let props = [("tls.config.file", "/nonexistent/tls.properties".to_owned())];
+        let mut srv = match server::ServerProc::start(&bin, "idle", &props).await {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("idle_conns: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        results.push(hold(&args, srv.pid, srv.addr, tls).await);
+        srv.stop(Duration::from_secs(10)).await;
+    }
+    let (plain, tls) = (results[0], results[1]);
     let per = |(before, during, failed): (u64, u64, usize)| {
         let n = (args.conns - failed).max(1) as f64;
         (during.saturating_sub(before)) as f64 * 1024.0 / n

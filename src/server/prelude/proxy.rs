@@ -88,18 +88,24 @@ pub fn parse(input: &[u8]) -> Result<Header, ProxyError> {
 
 fn parse_v1(input: &[u8]) -> Result<Header, ProxyError> {
     let Some(end) = input.windows(2).position(|w| w == b"\r\n") else {
-        // A lone CR at the end may still be followed by its LF.
+        // Whatever came so far (even a stray CR) is judged once the line is complete, so a
+        // header read piece by piece gets the same answer as one read whole (the fuzz target
+        // checks exactly that).
         return match input.len() {
             n if n >= V1_MAX_LEN => Err(ProxyError::TooLong),
-            _ if input.contains(&b'\r') && input.last() != Some(&b'\r') => {
-                Err(ProxyError::Malformed("CR not followed by LF".to_owned()))
-            }
             _ => Err(ProxyError::Incomplete),
         };
     };
     let len = end + 2;
     if len > V1_MAX_LEN {
         return Err(ProxyError::TooLong);
+    }
+    // The line ends at its first CRLF (as Netty reads it); a stray CR before that would make
+    // the parser below end it elsewhere, so such a line is refused whatever it says.
+    if input[..end].contains(&b'\r') {
+        return Err(ProxyError::Malformed(
+            "CR inside the header line".to_owned(),
+        ));
     }
     let header = ppp::v1::Header::try_from(&input[..len])
         .map_err(|e| ProxyError::Malformed(e.to_string()))?;
@@ -259,7 +265,13 @@ mod tests {
             Err(ProxyError::Malformed(_))
         ));
         assert!(matches!(
-            parse(b"PROXY TCP4 1.2.3.4 1.2.3.4 1 2\rX"),
+            parse(b"PROXY TCP4 1.2.3.4 1.2.3.4 1 2\rX\r\n"),
+            Err(ProxyError::Malformed(_))
+        ));
+        // A stray CR is refused once the line is complete, and only then.
+        assert_eq!(parse(b"PROXY UNKNOWN a\rb"), Err(ProxyError::Incomplete));
+        assert!(matches!(
+            parse(b"PROXY UNKNOWN a\rb\r\n"),
             Err(ProxyError::Malformed(_))
         ));
         assert!(matches!(
