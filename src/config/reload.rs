@@ -63,6 +63,18 @@ impl Config {
                 }
             }
         }
+        // tls.* lines (issue 11): read at start; on SIGHUP the TLS material follows
+        // tls.config.file and the certificate files instead, so a changed line needs a restart.
+        let lines = |c: &Config| -> std::collections::BTreeMap<String, String> {
+            c.tls_lines.iter().cloned().collect()
+        };
+        let (old, new) = (lines(self), lines(fresh));
+        let keys: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+        for key in keys {
+            if old.get(key) != new.get(key) {
+                plan.restart.push(key.clone());
+            }
+        }
         plan
     }
 }
@@ -81,6 +93,17 @@ mod tests {
 
     fn config(text: &str) -> Config {
         Config::from_properties(&properties::parse(text).unwrap(), "f", &env()).unwrap()
+    }
+
+    #[test]
+    fn changed_tls_lines_need_a_restart() {
+        let now = config("tls.server.mode=permissive\ntls.server.certPath=/a.pem\n");
+        let then =
+            config("tls.server.mode=enforcing\ntls.server.certPath=/a.pem\ntls.enable=true\n");
+        let plan = now.reload_plan(&then);
+        assert_eq!(plan.restart, ["tls.enable", "tls.server.mode"]);
+        assert!(plan.apply.is_empty() && plan.refused.is_empty());
+        assert!(now.reload_plan(&now.clone()).is_empty());
     }
 
     #[test]
