@@ -256,7 +256,9 @@ start_namesrv() {
   ROCKETMQ_HOME="$WORK/$name" "$NAMESRV_BIN" -c "$WORK/$name.properties.in" \
     >"$WORK/logs/$name.out" 2>"$WORK/logs/$name.err" &
   STARTED_PID=$!
-  for ((i = 0; i < 120; i++)); do
+  # Generous: on a heavily loaded machine (parallel builds writing to the same disk) a restart
+  # in the warm-restart check once logged its boot line just after a 30 s wait gave up.
+  for ((i = 0; i < 360; i++)); do
     grep -q "boot success" "$WORK/logs/$name.out" 2>/dev/null && break
     kill -0 "$STARTED_PID" 2>/dev/null || break
     sleep 0.25
@@ -264,7 +266,7 @@ start_namesrv() {
   if ! grep -q "boot success" "$WORK/logs/$name.out" 2>/dev/null; then
     tail -n 20 "$WORK/logs/$name.out" "$WORK/logs/$name.err" >&2 || true
     if kill -0 "$STARTED_PID" 2>/dev/null; then
-      die "$name did not report boot success within 30 s"
+      die "$name did not report boot success within 90 s"
     fi
     wait "$STARTED_PID" && rc=0 || rc=$?
     STARTED_PID=""
