@@ -74,9 +74,10 @@ start_server() { # kind port label
       [ "$kind" = ours-http ] && auth="httpListenPort=$((port + 100))\n"
       printf "listenPort=%s\nbindAddress=127.0.0.1\nkvConfigPath=%s/kv.json\nconfigStorePath=%s/ns.properties\nframeMaxLength=67108864\n$auth" \
         "$port" "$WORK" "$WORK" > "$WORK/ours.conf"
-      local bin="$ROOT/target/release/namesrv"
-      [ "$kind" = ref ] && bin="$NAMESRV_REF_BIN"
-      pin 0 "$bin" -Dtls.config.file="$WORK/no-tls.properties" ${OURS_ARGS[@]+"${OURS_ARGS[@]}"} \
+      local bin="$ROOT/target/release/namesrv" tls_file=(-Dtls.config.file="$WORK/no-tls.properties")
+      # A reference build from before TLS (issue 11) knows no -D options.
+      [ "$kind" = ref ] && bin="$NAMESRV_REF_BIN" && tls_file=()
+      pin 0 "$bin" ${tls_file[@]+"${tls_file[@]}"} ${OURS_ARGS[@]+"${OURS_ARGS[@]}"} \
         -c "$WORK/ours.conf" >"$WORK/$kind.log" 2>&1 &
       ;;
     nslimit) pin 0 "$B/nslimit" "127.0.0.1:$port" "$BROKERS" ${NSLIMIT_ARGS[@]+"${NSLIMIT_ARGS[@]}"} >"$WORK/nslimit.log" 2>&1 & ;;
