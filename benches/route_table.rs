@@ -1,12 +1,13 @@
 //! Route-table benchmarks: route lookups (cached and encoded afresh) and registrations (first,
 //! changed data version, unchanged body) at 1 k, 10 k and 100 k topics; the expiry scan over
-//! 1 000 brokers with and without eviction protection.
+//! 1 000 brokers with and without eviction protection; the all-topic listing.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use namesrv::protocol::body::RegisterBody;
+use namesrv::protocol::body::lists::topic_list;
 use namesrv::protocol::json::JsonStyle;
 use namesrv::state::protection::Policy;
 use namesrv::state::route_table::RouteTable;
@@ -178,5 +179,18 @@ fn scans(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, routes, registrations, scans);
+/// GET_ALL_TOPIC_LIST_FROM_NAMESERVER's work (the topics in Java's order, encoded), which
+/// decides whether a listing is handled inline or on the blocking pool.
+fn listings(c: &mut Criterion) {
+    let mut g = c.benchmark_group("all_topic_list");
+    for topics in [1_000usize, 4_096, 10_000, 100_000] {
+        let table = support::table(4, topics);
+        g.bench_with_input(BenchmarkId::from_parameter(topics), &table, |b, t| {
+            b.iter(|| topic_list(t.all_topics(), None))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, routes, registrations, scans, listings);
 criterion_main!(benches);

@@ -138,9 +138,12 @@ pub enum Cost {
     Quick,
     /// Waits for the disk: a durable KV or configuration write.
     Disk,
-    /// May keep a core busy: a registration body (possibly compressed) or a listing whose
-    /// size grows with the tables.
+    /// May keep a core busy: a registration body (possibly compressed) or a KV listing.
     Cpu,
+    /// A listing of the route table, whose cost grows with it: quick while the table is
+    /// small ([`crate::state::route_table::RouteTable::lists_quickly`]), else `Cpu`. Handing
+    /// a small listing to the blocking pool costs more than building it.
+    Listing,
 }
 
 /// What handling `req` may cost (frames too large to decode quickly are the server's call).
@@ -150,16 +153,16 @@ pub fn cost(req: &RemotingCommand) -> Cost {
     }
     match req.code {
         rc::PUT_KV_CONFIG | rc::DELETE_KV_CONFIG | rc::UPDATE_NAMESRV_CONFIG => Cost::Disk,
-        rc::REGISTER_BROKER
-        | rc::REGISTER_TOPIC_IN_NAMESRV
-        | rc::GET_KVLIST_BY_NAMESPACE
-        | rc::GET_BROKER_CLUSTER_INFO
+        rc::REGISTER_BROKER | rc::REGISTER_TOPIC_IN_NAMESRV | rc::GET_KVLIST_BY_NAMESPACE => {
+            Cost::Cpu
+        }
+        rc::GET_BROKER_CLUSTER_INFO
         | rc::GET_ALL_TOPIC_LIST_FROM_NAMESERVER
         | rc::GET_TOPICS_BY_CLUSTER
         | rc::GET_SYSTEM_TOPIC_LIST_FROM_NS
         | rc::GET_UNIT_TOPIC_LIST
         | rc::GET_HAS_UNIT_SUB_TOPIC_LIST
-        | rc::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST => Cost::Cpu,
+        | rc::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST => Cost::Listing,
         _ => Cost::Quick,
     }
 }

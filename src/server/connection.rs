@@ -246,6 +246,7 @@ impl Conn<'_> {
                 Cost::Quick => None,
                 Cost::Disk => Some(Lane::Disk),
                 Cost::Cpu => Some(Lane::Cpu),
+                Cost::Listing => (!self.state.routes().lists_quickly()).then_some(Lane::Cpu),
             };
             match lane {
                 None => {
