@@ -41,30 +41,18 @@ impl Pki {
         let pki = Pki {
             dir: tempfile::tempdir().unwrap(),
         };
-        openssl(
-            pki.dir.path(),
-            &[
-                "req",
-                "-x509",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                "ec_paramgen_curve:P-256",
-                "-nodes",
-                "-keyout",
-                "ca.key",
-                "-out",
-                "ca.pem",
-                "-days",
-                "30",
-                "-subj",
-                "/CN=test-ca",
-            ],
-        );
+        pki.self_signed("ca", "test-ca");
         pki.leaf("server");
         pki.leaf("client");
+        pki.self_signed("rogue", "rogue");
+        pki
+    }
+
+    /// `NAME.pem` / `NAME.key` (PKCS#8), self-signed with common name `cn`.
+    fn self_signed(&self, name: &str, cn: &str) {
+        let (key, pem) = (format!("{name}.key"), format!("{name}.pem"));
         openssl(
-            pki.dir.path(),
+            self.dir.path(),
             &[
                 "req",
                 "-x509",
@@ -74,16 +62,15 @@ impl Pki {
                 "ec_paramgen_curve:P-256",
                 "-nodes",
                 "-keyout",
-                "rogue.key",
+                &key,
                 "-out",
-                "rogue.pem",
+                &pem,
                 "-days",
                 "30",
                 "-subj",
-                "/CN=rogue",
+                &format!("/CN={cn}"),
             ],
         );
-        pki
     }
 
     /// `NAME.pem` / `NAME.key` (PKCS#8), signed by the CA.
