@@ -126,16 +126,6 @@ impl AddressPattern {
         let ip = ip.to_canonical();
         self.alternatives.iter().any(|alt| alt.matches(ip))
     }
-
-    /// The pattern as written (trimmed).
-    pub fn as_str(&self) -> &str {
-        &self.text
-    }
-
-    /// Whether the pattern is blank (matches nothing).
-    pub fn is_blank(&self) -> bool {
-        self.text.is_empty()
-    }
 }
 
 fn literal(text: &str) -> Option<IpAddr> {
