@@ -165,12 +165,8 @@ pub(super) async fn route(State(app): State<App>, Path(topic): Path<String>) -> 
 
 /// `GET /api/kv`: namespaces and their key counts.
 pub(super) async fn kv_namespaces(State(app): State<App>) -> Json<Value> {
-    let namespaces: Vec<Value> = app
-        .state
-        .kv()
-        .snapshot()
-        .iter()
-        .map(|(ns, entries)| json!({ "namespace": ns, "keys": entries.len() }))
+    let namespaces: Vec<Value> = (app.state.kv().overview(0).into_iter())
+        .map(|ns| json!({ "namespace": ns.namespace, "keys": ns.keys }))
         .collect();
     Json(Value::Array(namespaces))
 }
@@ -180,7 +176,7 @@ pub(super) async fn kv_namespace(
     State(app): State<App>,
     Path(namespace): Path<String>,
 ) -> Response {
-    match app.state.kv().snapshot().remove(&namespace) {
+    match app.state.kv().namespace(&namespace) {
         Some(entries) => {
             Json(json!({ "namespace": namespace, "entries": entries })).into_response()
         }

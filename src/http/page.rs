@@ -293,20 +293,20 @@ fn route(h: &mut Html, topic: &str, body: &[u8]) {
 }
 
 fn kv_section(h: &mut Html, app: &App) {
-    let table = app.state.kv().snapshot();
+    let table = app.state.kv().overview(KV_ENTRIES_LISTED);
     h.raw("<section id=\"kv\"><h2>KV store</h2>");
     if table.is_empty() {
         h.raw("<p class=\"empty\">No KV namespaces.</p>");
     }
-    for (ns, entries) in &table {
+    for ns in &table {
         h.raw("<details id=\"kv-")
-            .param(ns)
+            .param(&ns.namespace)
             .raw("\"><summary>")
-            .text(ns)
+            .text(&ns.namespace)
             .raw(" <span class=\"tag\">")
-            .text(&count(entries.len(), "key"))
+            .text(&count(ns.keys, "key"))
             .raw("</span></summary><div class=\"scroll\"><table><tbody>");
-        for (k, v) in entries.iter().take(KV_ENTRIES_LISTED) {
+        for (k, v) in &ns.first {
             h.raw("<tr>")
                 .cell(k)
                 .raw("<td class=\"wrap\">")
@@ -314,11 +314,11 @@ fn kv_section(h: &mut Html, app: &App) {
                 .raw("</td></tr>");
         }
         h.raw("</tbody></table></div>");
-        if entries.len() > KV_ENTRIES_LISTED {
+        if ns.keys > KV_ENTRIES_LISTED {
             h.raw("<p class=\"empty\">… the rest: <a href=\"/api/kv/")
-                .param(ns)
+                .param(&ns.namespace)
                 .raw("\">/api/kv/")
-                .text(ns)
+                .text(&ns.namespace)
                 .raw("</a></p>");
         }
         h.raw("</details>");

@@ -196,6 +196,42 @@ impl KvStore {
         (table.len(), keys)
     }
 
+    /// Every namespace in name order, with its number of keys and its first `limit` entries
+    /// in key order: what a status page shows, without copying the rest of the table.
+    pub fn overview(&self, limit: usize) -> Vec<NamespaceOverview> {
+        let table = self.table.read();
+        let mut out: Vec<NamespaceOverview> = table
+            .iter()
+            .map(|(ns, entries)| {
+                let mut first: Vec<(&str, &String)> = entries.iter().collect();
+                first.sort_unstable_by_key(|(k, _)| *k);
+                first.truncate(limit);
+                NamespaceOverview {
+                    namespace: ns.to_owned(),
+                    keys: entries.len(),
+                    first: first
+                        .into_iter()
+                        .map(|(k, v)| (k.to_owned(), v.clone()))
+                        .collect(),
+                }
+            })
+            .collect();
+        out.sort_unstable_by(|a, b| a.namespace.cmp(&b.namespace));
+        out
+    }
+
+    /// A copy of one namespace, in key order.
+    pub fn namespace(&self, namespace: &str) -> Option<std::collections::BTreeMap<String, String>> {
+        let table = self.table.read();
+        let entries = table.get(namespace)?;
+        Some(
+            entries
+                .iter()
+                .map(|(k, v)| (k.to_owned(), v.clone()))
+                .collect(),
+        )
+    }
+
     /// A copy of the whole table, for tests and diagnostics.
     pub fn snapshot(
         &self,
@@ -211,6 +247,17 @@ impl KvStore {
             })
             .collect()
     }
+}
+
+/// One namespace as [`KvStore::overview`] describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamespaceOverview {
+    /// The namespace.
+    pub namespace: String,
+    /// How many keys it has.
+    pub keys: usize,
+    /// Its first entries in key order.
+    pub first: Vec<(String, String)>,
 }
 
 /// The bytes `maxKvTotalBytes` counts for a table: every namespace, key and value.

@@ -5,6 +5,34 @@ use super::*;
 use crate::durable;
 
 #[test]
+fn overview_and_namespace_read_in_order_without_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let kv = KvStore::open(dir.path().join("kv.json")).unwrap();
+    for (ns, key) in [("b", "k3"), ("b", "k1"), ("b", "k2"), ("a", "x")] {
+        kv.put(ns, key, &format!("{ns}-{key}")).unwrap();
+    }
+    let pair = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+    assert_eq!(
+        kv.overview(2),
+        [
+            NamespaceOverview {
+                namespace: "a".into(),
+                keys: 1,
+                first: vec![pair("x", "a-x")],
+            },
+            NamespaceOverview {
+                namespace: "b".into(),
+                keys: 3,
+                first: vec![pair("k1", "b-k1"), pair("k2", "b-k2")],
+            },
+        ]
+    );
+    assert!(kv.overview(0).iter().all(|ns| ns.first.is_empty()));
+    assert_eq!(kv.namespace("b"), kv.snapshot().remove("b"));
+    assert_eq!(kv.namespace("c"), None);
+}
+
+#[test]
 fn put_get_delete_list_and_reload() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("namesrv/kvConfig.json");
