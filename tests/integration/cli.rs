@@ -49,7 +49,7 @@ impl Drop for PidGuard {
 }
 
 /// Whether `pid` is running (an exited process nobody has reaped yet does not count).
-fn alive(pid: u32) -> bool {
+pub(crate) fn alive(pid: u32) -> bool {
     let out = Command::new("ps")
         .args(["-p", &pid.to_string(), "-o", "stat="])
         .output()
@@ -380,7 +380,7 @@ fn bash_available() -> bool {
 }
 
 /// A script from `bin/` with the environment of the script test.
-fn script(name: &str, home: &Path, rocketmq_home: &Path) -> Command {
+pub(crate) fn script(name: &str, home: &Path, rocketmq_home: &Path) -> Command {
     let mut cmd = Command::new("bash");
     cmd.arg(Path::new(REPO).join("bin").join(name))
         .current_dir(home)

@@ -12,7 +12,7 @@ use namesrv::state::peering::{Difference, PeerReport};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::harness::{Options, TestClient, TestServer, body_text, register};
+use crate::harness::{Options, TestClient, TestServer, body_text, register, update_config};
 
 const PROPS: &str =
     "peerCheckIntervalMillis=200\npeerDivergenceAfterMillis=600\nserverChannelMaxIdleTimeSeconds=0";
@@ -20,10 +20,7 @@ const PROPS: &str =
 async fn set_peers(server: &TestServer, peers: &[SocketAddr]) {
     let list: Vec<String> = peers.iter().map(ToString::to_string).collect();
     let body = format!("namesrvPeers={}", list.join(";"));
-    let mut client = server.client().await;
-    let resp = client
-        .call(request::UPDATE_NAMESRV_CONFIG, &[], Some(body.as_bytes()))
-        .await;
+    let resp = update_config(&mut server.client().await, &body).await;
     assert_eq!(resp.code, 0, "{:?}", resp.remark);
 }
 

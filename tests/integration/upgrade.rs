@@ -232,17 +232,10 @@ async fn a_takeover_refuses_no_connection_and_fails_no_request() {
     assert_eq!(after.body, before.body);
 }
 
-/// `bin/mqnamesrv` with the environment of a script test.
+/// `bin/mqnamesrv` with the environment of the script test.
 fn script(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
-    std::process::Command::new("bash")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/bin/mqnamesrv"))
+    crate::cli::script("mqnamesrv", dir, dir)
         .args(args)
-        .env("HOME", dir)
-        .env("ROCKETMQ_HOME", dir)
-        .env("NAMESRV_BIN", spawned::BIN)
-        .env_remove("NAMESRV_PID_FILE")
-        .env_remove("NAMESRV_LOG_DIR")
-        .env_remove("NAMESRV_FOREGROUND")
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap()
@@ -319,13 +312,7 @@ async fn the_script_upgrades_the_running_server_in_place() {
         said.contains(&format!("pid {old} handed over to pid {new}")),
         "{said}"
     );
-    assert!(
-        !std::path::Path::new(&format!("/proc/{old}")).exists() || {
-            let stat = std::fs::read_to_string(format!("/proc/{old}/stat")).unwrap_or_default();
-            stat.contains(") Z")
-        },
-        "the old server is gone"
-    );
+    assert!(!crate::cli::alive(old), "the old server is gone");
     let mut client = TestClient::connect(addr).await;
     assert_eq!(
         route(&mut client, "TopicA").await.code,
