@@ -214,8 +214,10 @@ impl Setup {
         let system = crate::tls::settings::system_properties(
             env.java_opt.as_deref().unwrap_or("").split_whitespace(),
         );
-        let tls = crate::tls::TlsSettings::resolve(&[], &system);
-        if tls.enable || parsed.has("tls") {
+        // The file cannot set tls.enable: it is read only when TLS is on.
+        let base = crate::tls::TlsSettings::resolve_base(&[], &system);
+        if base.enable || parsed.has("tls") {
+            let tls = crate::tls::TlsSettings::reread(&base);
             let config =
                 crate::tls::client::client_config(&tls).map_err(|e| usage(format!("TLS: {e}")))?;
             client.tls = Some(std::sync::Arc::new(config));
