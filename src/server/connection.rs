@@ -69,25 +69,25 @@ struct Conn<'a> {
     in_flight: usize,
 }
 
-/// Serves one connection until it closes, fails, idles out, is closed for the buffer
-/// budget, or `cancel` fires.
+/// Serves one connection until it closes, fails, idles out (after `idle` without a byte,
+/// if set), is closed for the buffer budget, or `cancel` fires.
 pub(super) async fn serve(
     transport: Transport,
     peer: SocketAddr,
     conn: ConnId,
+    idle: Option<std::time::Duration>,
     state: Namesrv,
     server: &Server,
     cancel: CancellationToken,
 ) {
     let mut io = Io::new(transport);
-    let idle_seconds = state.config().settings.server_channel_max_idle_time_seconds;
     let mut c = Conn {
         state,
         server,
         conn,
         peer,
         registered_broker: false,
-        idle: (idle_seconds > 0).then(|| std::time::Duration::from_secs(idle_seconds as u64)),
+        idle,
         holding: server.budget.open(conn, peer),
         in_flight: 0,
     };

@@ -289,7 +289,8 @@ pub async fn run(
                 connections.0.lock().insert(conn, token.clone());
                 let (state, server, connections) = (state.clone(), server.clone(), connections.clone());
                 tracker.spawn(async move {
-                    // PROXY header, TLS decision and handshake (prelude/), then frames.
+                    // PROXY header, TLS decision and handshake (prelude/), then frames, with
+                    // the idle timeout read once for both.
                     let idle_seconds = state.config().settings.server_channel_max_idle_time_seconds;
                     let idle = (idle_seconds > 0).then(|| Duration::from_secs(idle_seconds as u64));
                     // Boxed: the handshake's state is large and needed only until it is done,
@@ -299,7 +300,7 @@ pub async fn run(
                         _ = token.cancelled() => None,
                     };
                     if let Some((transport, client)) = prelude {
-                        connection::serve(transport, client, conn, state, &server, token).await;
+                        connection::serve(transport, client, conn, idle, state, &server, token).await;
                     }
                     connections.0.lock().remove(&conn);
                     drop((permit, open));
