@@ -415,6 +415,12 @@ pub fn parse_addr_list(text: &str) -> Result<Vec<&str>, String> {
 
 // --- Operations (issue 15): where the route snapshot lives. ---
 impl Settings {
+    /// How long after start route lookups are refused (`needWaitForService`), if at all.
+    pub fn service_wait(&self) -> Option<std::time::Duration> {
+        self.need_wait_for_service
+            .then(|| std::time::Duration::from_secs(self.wait_seconds_for_service.max(0) as u64))
+    }
+
     /// The route snapshot's file: `routeSnapshotPath`, else `routes.snapshot` in the
     /// directory of `kvConfigPath`.
     pub fn route_snapshot_file(&self) -> std::path::PathBuf {

@@ -1,7 +1,5 @@
 //! GET_ROUTEINFO_BY_TOPIC and GET_BROKER_CLUSTER_INFO (NAMESRV.md §2.9, §2.20).
 
-use std::time::Duration;
-
 use bytes::Bytes;
 
 use super::{Context, Fields, HandlerResult};
@@ -24,10 +22,7 @@ pub fn route(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let (wait, options) = {
         let config = ctx.state.config();
         let s = &config.settings;
-        let wait = s
-            .need_wait_for_service
-            .then(|| Duration::from_secs(s.wait_seconds_for_service.max(0) as u64));
-        (wait, RouteOptions::from_settings(s))
+        (s.service_wait(), RouteOptions::from_settings(s))
     };
     if let Some(wait) = wait
         && ctx.now.duration_since(ctx.state.started()) < wait

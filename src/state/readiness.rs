@@ -47,10 +47,10 @@ impl Namesrv {
         let (wait, min_live) = {
             let config = self.config();
             let s = &config.settings;
-            let wait = s
-                .need_wait_for_service
-                .then(|| Duration::from_secs(s.wait_seconds_for_service.max(0) as u64));
-            (wait, s.http_ready_min_live_brokers.max(0) as usize)
+            (
+                s.service_wait(),
+                s.http_ready_min_live_brokers.max(0) as usize,
+            )
         };
         let mut reasons = Vec::new();
         if let Some(wait) = wait {
