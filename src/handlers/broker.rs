@@ -152,7 +152,11 @@ pub fn register(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
     }
     ctx.registered_broker = true;
     ctx.registration = Some(applied);
-    ctx.state.metrics().note_clusters([cluster]);
+    if matches!(applied, Applied::Full) {
+        // An unchanged registration's cluster was noted when its body was first applied
+        // (or its route restored): no lock on the metrics for every heartbeat.
+        ctx.state.metrics().note_clusters([cluster]);
+    }
     let mut resp = RemotingCommand::success().with_ext_fields(fields);
     if return_order_conf && let Some(table) = ctx.state.kv().list(ORDER_TOPIC_CONFIG) {
         resp = resp.with_body(table);
