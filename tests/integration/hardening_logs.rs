@@ -23,6 +23,11 @@ const TOO_LARGE_VALUE: &str = "kv-ProbeValue-large-";
 /// A server in `authMode` with the audit log in `dir/audit.log` and file logs in `dir/logs`
 /// at trace level for the name server's own lines.
 fn start(dir: &Path, mode: &str, extra_args: &[&str]) -> Spawned {
+    start_with(dir, &format!("authMode={mode}\n"), extra_args)
+}
+
+/// [`start`] with `extra` config lines (`authMode` among them).
+fn start_with(dir: &Path, extra: &str, extra_args: &[&str]) -> Spawned {
     let acl = dir.join("acl.yml");
     std::fs::write(
         &acl,
@@ -34,7 +39,7 @@ fn start(dir: &Path, mode: &str, extra_args: &[&str]) -> Spawned {
     let conf = spawned::config(
         dir,
         &format!(
-            "authMode={mode}\nauthConfigPath={}\nauthAuditLog={}\nmaxKvValueBytes=1024\n",
+            "{extra}authConfigPath={}\nauthAuditLog={}\nmaxKvValueBytes=1024\n",
             acl.display(),
             dir.join("audit.log").display()
         ),
@@ -286,7 +291,8 @@ async fn log_files_stop_at_log_max_size() {
     // Each connection served writes a debug line at this level.
     for _ in 0..1000 {
         let mut c = TestClient::connect(server.addr).await;
-        c.call(request::GET_ROUTEINFO_BY_TOPIC, &[("topic", "T")], None).await;
+        c.call(request::GET_ROUTEINFO_BY_TOPIC, &[("topic", "T")], None)
+            .await;
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
     stop(server);
@@ -297,4 +303,29 @@ async fn log_files_stop_at_log_max_size() {
         text.contains("the log file reached --log-max-size (65536 bytes)"),
         "{text}"
     );
+}
+
+#[tokio::test]
+async fn idle_closings_are_logged_with_a_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = "authMode=off\nserverChannelMaxIdleTimeSeconds=1\n";
+    let server = start_with(dir.path(), conf, &[]);
+    let mut clients = Vec::new();
+    for _ in 0..30 {
+        let mut c = TestClient::connect(server.addr).await;
+        c.call(request::GET_ROUTEINFO_BY_TOPIC, &[("topic", "T")], None)
+            .await;
+        clients.push(c);
+    }
+    for c in &mut clients {
+        assert!(c.closed_without_reply().await, "closed for idling");
+    }
+    drop(clients);
+    stop(server);
+    let lines = all_lines(dir.path());
+    let idle: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("connection idle"))
+        .collect();
+    assert!((1..=3).contains(&idle.len()), "{idle:#?}");
 }
