@@ -8,7 +8,8 @@
 //! ([`crate::protocol::signature`]) against the account's secret key, its address allow-list
 //! and its permissions ([`policy`]). `enforce` refuses what fails (the dispatcher answers
 //! `NO_PERMISSION`); `audit` lets it through and logs what would have been refused. Admin
-//! requests that are let through get an audit line ([`audit`]).
+//! requests of the codes the server serves that are let through get an audit line
+//! ([`audit`]), within a budget of lines per window.
 //!
 //! The accounts ([`accounts`]) are swapped as a whole when the file changes or a reload is
 //! requested ([`watch`]); a file that does not load leaves the previous accounts in force.
