@@ -54,4 +54,10 @@ pub struct Args {
     #[arg(long = "log-max-files", value_name = "N", default_value_t = 14,
           value_parser = clap::value_parser!(u16).range(1..))]
     pub log_max_files: u16,
+
+    /// Most bytes one `--log-dir` file may hold (e.g. 256M, 1G): past it, lines are dropped
+    /// until the next rotation, with a note saying so. At most N files of this size are kept.
+    #[arg(long = "log-max-size", value_name = "SIZE", default_value = "256M",
+          value_parser = crate::telemetry::parse_size)]
+    pub log_max_size: u64,
 }

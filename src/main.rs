@@ -127,6 +127,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         dir: args.log_dir.clone(),
         rotation: args.log_rotation,
         max_files: args.log_max_files.into(),
+        max_size: args.log_max_size,
         audit_log,
     })
     .map_err(anyhow::Error::msg)?;

@@ -1,12 +1,13 @@
-//! What the gate writes down: one audit line per admin request (target [`AUDIT_TARGET`], which
-//! `telemetry` can send to a file of its own), and warnings about refusals, at most
-//! [`RefusalLog::PER_WINDOW`] per [`RefusalLog::WINDOW`] so that a flood of bad requests cannot
-//! flood the log.
+//! What the gate writes down: one audit line per admin request of a code the server serves
+//! (target [`AUDIT_TARGET`], which `telemetry` can send to a file of its own), and warnings
+//! about refusals. Both are limited per [`LineBudget::WINDOW`] ([`RefusalLog::PER_WINDOW`]
+//! refusals, [`AUDIT_PER_WINDOW`] audit lines), and the next line after a quiet spell says how
+//! many were left out, so that a flood of requests cannot flood the log.
 //!
 //! An audit line says who (access key, or how an unsigned request got in), from where, which
-//! request and its key fields — ext fields without `AccessKey`, `Signature` and
-//! `SecurityToken`, each cut short, and for UPDATE_NAMESRV_CONFIG the names of the keys it
-//! sets — and the response code. Never a secret, never the body.
+//! request and a few of its fields — only those [`loggable`] names for its code, each cut
+//! short and escaped, the whole at most [`FIELDS_MAX`] bytes; for UPDATE_NAMESRV_CONFIG the
+//! names of the keys it sets — and the response code. Never a secret, a KV value or the body.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -14,13 +15,25 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::policy::{Refusal, echo};
+use super::policy::{Refusal, echo_within};
 use crate::protocol::RemotingCommand;
 use crate::protocol::code::request as rc;
-use crate::protocol::signature;
 
 /// The `tracing` target of audit lines.
 pub const AUDIT_TARGET: &str = "namesrv::audit";
+
+/// Audit lines written per [`LineBudget::WINDOW`] at most. More than an operator's tools send
+/// (a few requests per `mqadmin` command), far less than a flood.
+pub(super) const AUDIT_PER_WINDOW: u32 = 30;
+
+/// Most bytes of the `fields` of one audit line.
+const FIELDS_MAX: usize = 256;
+
+/// Most characters of one field value or config key name in an audit line.
+const VALUE_MAX: usize = 48;
+
+/// Most config key names of an UPDATE_NAMESRV_CONFIG line.
+const KEYS_MAX: usize = 8;
 
 /// Issued when a request is let through; for admin requests it carries what the audit line
 /// needs once the response is known.
@@ -34,6 +47,8 @@ pub(super) struct AuditEntry {
     pub(super) who: String,
     /// In audit mode, the refusal enforce mode would have given.
     pub(super) would_refuse: Option<String>,
+    /// Audit lines left out since the last one written.
+    pub(super) left_out: u64,
 }
 
 impl Ticket {
@@ -58,26 +73,44 @@ impl Ticket {
             response = %response,
             // Only in audit mode: what enforce would have answered.
             would_refuse = entry.would_refuse.as_deref(),
+            // Only after lines were left out for the budget.
+            left_out = (entry.left_out > 0).then_some(entry.left_out),
             "admin request"
         );
     }
 }
 
-/// Limits refusal warnings to [`RefusalLog::PER_WINDOW`] per [`RefusalLog::WINDOW`]; the next
-/// warning after a quiet spell says how many were left out.
-#[derive(Debug, Default)]
-pub(super) struct RefusalLog {
+/// Whether a request of `code` gets an audit line: admin codes the server serves. Other codes
+/// are refused (or, in audit mode, counted and warned about) but never audited: they change
+/// nothing, and echoing them would let anyone write to the audit log.
+pub(super) fn audited(code: i32) -> bool {
+    code_name(code) != "other"
+}
+
+/// At most `per_window` lines per [`LineBudget::WINDOW`]; the next line after a quiet spell
+/// says how many were left out.
+#[derive(Debug)]
+pub(super) struct LineBudget {
+    per_window: u32,
     window_start: Option<Instant>,
     in_window: u32,
     suppressed: u64,
 }
 
-impl RefusalLog {
-    const WINDOW: Duration = Duration::from_secs(10);
-    const PER_WINDOW: u32 = 10;
+impl LineBudget {
+    pub(super) const WINDOW: Duration = Duration::from_secs(10);
 
-    /// Whether to log now; `Some(n)` with the number of warnings left out before this one.
-    fn admit(&mut self, now: Instant) -> Option<u64> {
+    pub(super) fn new(per_window: u32) -> LineBudget {
+        LineBudget {
+            per_window,
+            window_start: None,
+            in_window: 0,
+            suppressed: 0,
+        }
+    }
+
+    /// Whether to log now; `Some(n)` with the number of lines left out before this one.
+    pub(super) fn admit(&mut self, now: Instant) -> Option<u64> {
         if self
             .window_start
             .is_none_or(|start| now.duration_since(start) >= Self::WINDOW)
@@ -85,17 +118,31 @@ impl RefusalLog {
             self.window_start = Some(now);
             self.in_window = 0;
         }
-        if self.in_window >= Self::PER_WINDOW {
+        if self.in_window >= self.per_window {
             self.suppressed += 1;
             return None;
         }
         self.in_window += 1;
         Some(std::mem::take(&mut self.suppressed))
     }
+}
+
+/// Limits refusal warnings to [`RefusalLog::PER_WINDOW`] per [`LineBudget::WINDOW`].
+#[derive(Debug)]
+pub(super) struct RefusalLog(LineBudget);
+
+impl Default for RefusalLog {
+    fn default() -> RefusalLog {
+        RefusalLog(LineBudget::new(Self::PER_WINDOW))
+    }
+}
+
+impl RefusalLog {
+    const PER_WINDOW: u32 = 10;
 
     /// Logs a refusal (`enforced`) or, in audit mode, one that would have happened.
     pub(super) fn log(&mut self, refusal: &Refusal, oneway: bool, enforced: bool) {
-        let Some(suppressed) = self.admit(Instant::now()) else {
+        let Some(suppressed) = self.0.admit(Instant::now()) else {
             return;
         };
         let access_key = refusal.access_key.as_deref().unwrap_or("");
@@ -109,35 +156,82 @@ impl RefusalLog {
     }
 }
 
-/// The request's ext fields without credentials, sorted, each value cut short and quoted; for
-/// UPDATE_NAMESRV_CONFIG also the keys its body sets.
+/// The ext fields an audit line may show for `code`: those that say what the request acts
+/// on. An allow-list, so that a value (PUT_KV_CONFIG's `value`, a field a client adds) never
+/// reaches a log line.
+pub(super) fn loggable(code: i32) -> &'static [&'static str] {
+    match code {
+        rc::PUT_KV_CONFIG | rc::DELETE_KV_CONFIG => &["key", "namespace"],
+        rc::WIPE_WRITE_PERM_OF_BROKER | rc::ADD_WRITE_PERM_OF_BROKER => &["brokerName"],
+        rc::DELETE_TOPIC_IN_NAMESRV => &["clusterName", "topic"],
+        _ => &[],
+    }
+}
+
+/// The [`loggable`] fields of the request, sorted, each value cut short, escaped and quoted;
+/// for UPDATE_NAMESRV_CONFIG also (the first few of) the keys its body sets. At most
+/// [`FIELDS_MAX`] bytes.
 fn key_fields(req: &RemotingCommand) -> String {
     let mut out = String::new();
-    let credentials = [
-        signature::ACCESS_KEY,
-        signature::SIGNATURE,
-        signature::SECURITY_TOKEN,
-    ];
+    let allowed = loggable(req.code);
     let mut fields: Vec<(&str, &str)> = req
         .ext_fields
         .iter()
         .flat_map(|f| f.iter())
-        .filter(|(k, _)| !credentials.contains(k))
+        .filter(|(k, _)| allowed.contains(k))
         .collect();
     fields.sort_unstable();
     for (k, v) in fields {
         let sep = if out.is_empty() { "" } else { " " };
-        let _ = write!(out, "{sep}{}={:?}", echo(k), echo(v));
+        let _ = write!(out, "{sep}{k}={}", quoted(v));
     }
     if req.code == rc::UPDATE_NAMESRV_CONFIG {
         let text = String::from_utf8_lossy(req.body_bytes());
         let keys: Vec<String> = crate::config::properties::parse(&text)
-            .map(|props| props.into_iter().map(|(k, _)| echo(&k)).collect())
+            .map(|props| props.into_iter().map(|(k, _)| k).collect())
             .unwrap_or_default();
+        let shown: Vec<String> = keys
+            .iter()
+            .take(KEYS_MAX)
+            .map(|k| echo_within(k, VALUE_MAX))
+            .collect();
+        let more = keys.len().saturating_sub(KEYS_MAX);
+        let more = if more > 0 {
+            format!(",+{more}")
+        } else {
+            String::new()
+        };
         let sep = if out.is_empty() { "" } else { " " };
-        let _ = write!(out, "{sep}keys=[{}]", keys.join(","));
+        let _ = write!(out, "{sep}keys=[{}{more}]", shown.join(","));
+    }
+    cut(out, FIELDS_MAX)
+}
+
+/// `value` cut to [`VALUE_MAX`] characters, quoted, with quotes and control characters
+/// escaped (`Debug` of `str`).
+fn quoted(value: &str) -> String {
+    let end = value
+        .char_indices()
+        .nth(VALUE_MAX)
+        .map_or(value.len(), |(i, _)| i);
+    let mut out = format!("{:?}", &value[..end]);
+    if end < value.len() {
+        out.push('…');
     }
     out
+}
+
+/// `text` cut to at most `max` bytes, at a character boundary, marked with `…`.
+fn cut(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max - '…'.len_utf8();
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    }
+    text
 }
 
 /// Names of the codes that reach the audit log.
@@ -161,7 +255,7 @@ mod tests {
 
     #[test]
     fn refusal_warnings_are_limited_per_window() {
-        let mut log = RefusalLog::default();
+        let mut log = RefusalLog::default().0;
         let t0 = Instant::now();
         for _ in 0..RefusalLog::PER_WINDOW {
             assert_eq!(log.admit(t0), Some(0));
@@ -169,8 +263,35 @@ mod tests {
         for _ in 0..5 {
             assert_eq!(log.admit(t0 + Duration::from_secs(9)), None);
         }
-        assert_eq!(log.admit(t0 + RefusalLog::WINDOW), Some(5));
-        assert_eq!(log.admit(t0 + RefusalLog::WINDOW), Some(0));
+        assert_eq!(log.admit(t0 + LineBudget::WINDOW), Some(5));
+        assert_eq!(log.admit(t0 + LineBudget::WINDOW), Some(0));
+    }
+
+    #[test]
+    fn key_fields_show_a_few_allowed_fields_never_a_kv_value() {
+        let mut req = RemotingCommand::request(rc::PUT_KV_CONFIG, 1);
+        let mut pairs = vec![
+            ("namespace".to_owned(), "ns".to_owned()),
+            ("key".to_owned(), "k\n2026 INFO forged".to_owned()),
+            ("value".to_owned(), "kv-secret-value".to_owned()),
+        ];
+        pairs.extend((0..1000).map(|i| (format!("f{i}\n"), "x".repeat(200))));
+        req.ext_fields = Some(ExtFields::from_pairs(pairs));
+        let line = key_fields(&req);
+        assert!(!line.contains("kv-secret-value"), "{line}");
+        assert!(!line.contains("value"), "{line}");
+        assert!(!line.chars().any(char::is_control), "{line:?}");
+        assert!(line.len() <= 300, "{} bytes: {line}", line.len());
+        assert!(
+            line.starts_with(r#"key="k\n2026 INFO forged" namespace="ns""#),
+            "{line}"
+        );
+        let mut req = RemotingCommand::request(rc::UPDATE_NAMESRV_CONFIG, 1);
+        let body: String = (0..500).map(|i| format!("key{i}\u{1b}[2J=1\n")).collect();
+        req = req.with_body(body.into_bytes());
+        let line = key_fields(&req);
+        assert!(line.len() <= 300, "{} bytes: {line}", line.len());
+        assert!(!line.chars().any(char::is_control), "{line:?}");
     }
 
     #[test]
@@ -184,7 +305,7 @@ mod tests {
             ("Signature", "sig"),
             ("SecurityToken", "tok"),
         ]));
-        assert_eq!(key_fields(&req), r#"key="k" namespace="ns" value="v""#);
+        assert_eq!(key_fields(&req), r#"key="k" namespace="ns""#);
         let mut req = RemotingCommand::request(rc::UPDATE_NAMESRV_CONFIG, 1)
             .with_body(&b"orderMessageEnable=true\nsecretish=1234\n"[..]);
         req.ext_fields = Some(ExtFields::from_iter([("AccessKey", "rocketmq2")]));

@@ -8,7 +8,8 @@
 //! ([`crate::protocol::signature`]) against the account's secret key, its address allow-list
 //! and its permissions ([`policy`]). `enforce` refuses what fails (the dispatcher answers
 //! `NO_PERMISSION`); `audit` lets it through and logs what would have been refused. Admin
-//! requests that are let through get an audit line ([`audit`]).
+//! requests of the codes the server serves that are let through get an audit line
+//! ([`audit`]), within a budget of lines per window.
 //!
 //! The accounts ([`accounts`]) are swapped as a whole when the file changes or a reload is
 //! requested ([`watch`]); a file that does not load leaves the previous accounts in force.
@@ -35,7 +36,7 @@ pub use stats::AuthStats;
 
 use crate::config::{AuthMode, Settings};
 use crate::protocol::RemotingCommand;
-use audit::{AuditEntry, RefusalLog};
+use audit::{AUDIT_PER_WINDOW, AuditEntry, LineBudget, RefusalLog};
 use policy::Policy;
 use stats::Counters;
 use watch::Fingerprint;
@@ -53,6 +54,8 @@ struct Shared {
     counters: Counters,
     /// A short lock, taken only to log a refusal.
     refusal_log: Mutex<RefusalLog>,
+    /// A short lock, taken only for an admin request's audit line.
+    audit_budget: Mutex<LineBudget>,
     /// The file's fingerprint at the last load attempt (the watcher reloads when it changes).
     seen: Mutex<Option<Fingerprint>>,
 }
@@ -103,6 +106,7 @@ impl Gate {
             policy: ArcSwap::from_pointee(policy),
             counters: Counters::default(),
             refusal_log: Mutex::new(RefusalLog::default()),
+            audit_budget: Mutex::new(LineBudget::new(AUDIT_PER_WINDOW)),
             seen: Mutex::new(seen),
         }))))
     }
@@ -156,7 +160,6 @@ impl Gate {
 impl Shared {
     fn admit(&self, req: &RemotingCommand, peer: SocketAddr) -> Result<Ticket, Refusal> {
         let policy = self.policy.load();
-        let admin = RequestClass::of(req.code) == RequestClass::Admin;
         let refusal = match policy::decide(&policy, req, peer.ip()) {
             Ok(admission) => {
                 let who = match admission {
@@ -170,13 +173,7 @@ impl Shared {
                         access_key
                     }
                 };
-                return Ok(match admin {
-                    true => Ticket(Some(Box::new(AuditEntry {
-                        who: who.to_owned(),
-                        would_refuse: None,
-                    }))),
-                    false => Ticket::NONE,
-                });
+                return Ok(self.ticket(req, || (who.to_owned(), None)));
             }
             Err(refusal) => refusal,
         };
@@ -192,13 +189,31 @@ impl Shared {
         if enforced {
             return Err(refusal);
         }
-        Ok(match admin {
-            true => Ticket(Some(Box::new(AuditEntry {
-                who: refusal.access_key.clone().unwrap_or_default(),
-                would_refuse: Some(refusal.to_string()),
-            }))),
-            false => Ticket::NONE,
-        })
+        Ok(self.ticket(req, || {
+            let who = refusal.access_key.clone().unwrap_or_default();
+            (who, Some(refusal.to_string()))
+        }))
+    }
+
+    /// The audit ticket of a request let through: an entry (who, and what enforce would have
+    /// answered) for audited admin codes while the audit budget lasts, else none.
+    fn ticket(
+        &self,
+        req: &RemotingCommand,
+        entry: impl FnOnce() -> (String, Option<String>),
+    ) -> Ticket {
+        if RequestClass::of(req.code) != RequestClass::Admin || !audit::audited(req.code) {
+            return Ticket::NONE;
+        }
+        let Some(left_out) = self.audit_budget.lock().admit(tokio::time::Instant::now()) else {
+            return Ticket::NONE;
+        };
+        let (who, would_refuse) = entry();
+        Ticket(Some(Box::new(AuditEntry {
+            who,
+            would_refuse,
+            left_out,
+        })))
     }
 
     /// Loads the file and swaps the accounts in; on failure logs and keeps the old ones.

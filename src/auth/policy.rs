@@ -9,7 +9,9 @@
 //!
 //! 1. read and broker requests from a `globalWhiteRemoteAddresses` address pass unsigned
 //!    (admin requests never pass by address);
-//! 2. `AccessKey` present and known;
+//! 2. `AccessKey` present and known, and no ext field sent twice (the decoder keeps the last
+//!    value, another reader of the same bytes might keep the first: a signed request must mean
+//!    one thing);
 //! 3. `Signature` is the signature of the request (AUTH.md §1.2, compared in constant time),
 //!    also accepted when it only matches without the zone fields a 5.3.3 client adds after
 //!    signing (AUTH.md §1.3);
@@ -28,7 +30,7 @@ use crate::protocol::signature;
 /// Ext fields a 5.3.3 client adds after signing when a zone is configured.
 const ZONE_FIELDS: [&str; 2] = ["__ZONE_NAME", "__ZONE_MODE"];
 
-/// Longest access key echoed in a remark or a log line.
+/// Longest access key (in characters, before escaping) echoed in a remark or a log line.
 const ECHO_LIMIT: usize = 64;
 
 /// What a request does, for the policy (AUTH.md §5).
@@ -183,16 +185,19 @@ pub enum Reason {
     AddressNotAllowed,
     /// The account may not send requests of this class.
     NoPermission,
+    /// A signed request carried an ext field more than once.
+    RepeatedField,
 }
 
 impl Reason {
     /// Every reason, for counters.
-    pub const ALL: [Reason; 5] = [
+    pub const ALL: [Reason; 6] = [
         Reason::MissingAccessKey,
         Reason::UnknownAccessKey,
         Reason::BadSignature,
         Reason::AddressNotAllowed,
         Reason::NoPermission,
+        Reason::RepeatedField,
     ];
 
     /// A stable snake_case label (logs, metrics).
@@ -203,6 +208,7 @@ impl Reason {
             Reason::BadSignature => "bad_signature",
             Reason::AddressNotAllowed => "address_not_allowed",
             Reason::NoPermission => "no_permission",
+            Reason::RepeatedField => "repeated_field",
         }
     }
 
@@ -255,6 +261,10 @@ impl fmt::Display for Refusal {
                 f,
                 "AccessKey {ak} has no permission for request code {code} ({class})"
             ),
+            Reason::RepeatedField => write!(
+                f,
+                "request signed by AccessKey {ak} names an ext field more than once"
+            ),
         }
     }
 }
@@ -292,6 +302,13 @@ pub fn decide<'p>(
     let Some((key, account)) = policy.accounts.get_key_value(access_key) else {
         return Err(refuse(Reason::UnknownAccessKey, Some(access_key)));
     };
+    if req
+        .ext_fields
+        .as_ref()
+        .is_some_and(|f| f.had_repeated_keys())
+    {
+        return Err(refuse(Reason::RepeatedField, Some(access_key)));
+    }
     let Some(given) = req.ext(signature::SIGNATURE) else {
         return Err(Refusal {
             signature_missing: true,
@@ -327,12 +344,31 @@ fn signature_matches(secret_key: &str, req: &RemotingCommand, given: &str) -> bo
         )
 }
 
-/// `text` cut to [`ECHO_LIMIT`] characters, for remarks and logs.
-pub(super) fn echo(text: &str) -> String {
-    match text.char_indices().nth(ECHO_LIMIT) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
+/// `text` cut to [`ECHO_LIMIT`] characters, for remarks and logs, with control characters
+/// escaped (`\n`, `\u{1b}`): a client's value must not start a forged log line or move a
+/// terminal's cursor.
+pub(crate) fn echo(text: &str) -> String {
+    echo_within(text, ECHO_LIMIT)
+}
+
+/// [`echo`] with another limit of characters.
+pub(crate) fn echo_within(text: &str, limit: usize) -> String {
+    let (shown, cut) = match text.char_indices().nth(limit) {
+        Some((end, _)) => (&text[..end], true),
+        None => (text, false),
+    };
+    let mut out = String::with_capacity(shown.len() + 3);
+    for c in shown.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
     }
+    if cut {
+        out.push('…');
+    }
+    out
 }
 
 #[cfg(test)]

@@ -9,9 +9,9 @@ use crate::config::AuthMode;
 /// The gate's counters.
 #[derive(Debug, Default)]
 pub(super) struct Counters {
-    refused: [AtomicU64; 5],
+    refused: [AtomicU64; Reason::ALL.len()],
     refused_oneway: AtomicU64,
-    would_refuse: [AtomicU64; 5],
+    would_refuse: [AtomicU64; Reason::ALL.len()],
     accepted_signed: AtomicU64,
     accepted_by_address: AtomicU64,
     reloads: AtomicU64,
@@ -75,11 +75,11 @@ pub struct AuthStats {
     /// Accounts currently loaded.
     pub accounts: usize,
     /// Requests refused (enforce), by reason: index with [`Reason::index`].
-    pub refused: [u64; 5],
+    pub refused: [u64; Reason::ALL.len()],
     /// Of those, one-way requests (refused without an answer).
     pub refused_oneway: u64,
     /// Requests that would have been refused (audit), by reason.
-    pub would_refuse: [u64; 5],
+    pub would_refuse: [u64; Reason::ALL.len()],
     /// Requests let through on a valid signature.
     pub accepted_signed: u64,
     /// Read and broker requests let through unsigned from a `globalWhiteRemoteAddresses`

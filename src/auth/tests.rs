@@ -204,3 +204,24 @@ async fn the_watcher_follows_file_changes_and_reload_requests() {
         .unwrap()
         .unwrap();
 }
+
+#[test]
+fn audit_lines_are_limited_per_window_and_skip_unknown_codes() {
+    let (gate, _dir) = gate(AuthMode::Audit, ACCOUNTS);
+    // Unknown codes are refused in enforce mode, but not worth an audit line.
+    let mut unknown = RemotingCommand::request(9999, 1);
+    unknown.ext_fields = Some(ExtFields::from_iter([("x", "y")]));
+    assert!(gate.admit(&unknown, peer()).unwrap().0.is_none());
+    assert_eq!(
+        gate.stats()
+            .unwrap()
+            .would_refuse_for(Reason::MissingAccessKey),
+        1,
+        "still counted"
+    );
+    // A flood of admin requests writes a bounded number of lines.
+    let audited = (0..1000)
+        .filter(|_| gate.admit(&put_kv(false), peer()).unwrap().0.is_some())
+        .count();
+    assert!((1..=50).contains(&audited), "{audited} audit lines");
+}

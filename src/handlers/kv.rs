@@ -25,8 +25,9 @@ fn failed(e: KvError, namespace: &str, key: &str) -> HandlerResult {
     }
 }
 
-/// PUT_KV_CONFIG: acknowledged only once the change is on disk. Logs the value's size, not
-/// the value (it may be large, or a secret); the value itself only at trace level.
+/// PUT_KV_CONFIG: acknowledged only once the change is on disk. Logs the value's size, never
+/// the value, at any level: values are often secrets (passwords, tokens in configs), and log
+/// files are read by more people than the KV store.
 pub fn put(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let f = Fields(req);
     let (Some(namespace), Some(key)) = (f.optional("namespace"), f.optional("key")) else {
@@ -40,7 +41,6 @@ pub fn put(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
         return failed(e, namespace, key);
     }
     tracing::info!(namespace, key, value_bytes = value.len(), "KV config put");
-    tracing::trace!(namespace, key, value, "KV config put: value");
     Ok(RemotingCommand::success())
 }
 

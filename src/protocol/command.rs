@@ -19,7 +19,12 @@ pub const MAX_EXT_FIELDS: usize = 1024;
 /// `null` or an empty binary string is dropped at decode time, since Java treats it exactly
 /// like an absent field.
 #[derive(Debug, Clone, Default)]
-pub struct ExtFields(Vec<(String, String)>);
+pub struct ExtFields {
+    pairs: Vec<(String, String)>,
+    /// Whether a key came more than once in the pairs these fields were built from: harmless
+    /// to a handler (the last value wins), but a signed request must be unambiguous.
+    repeated: bool,
+}
 
 /// Equality ignores order: Java keeps ext fields in a `HashMap`, so order carries no meaning.
 impl PartialEq for ExtFields {
@@ -33,12 +38,12 @@ impl Eq for ExtFields {}
 impl ExtFields {
     /// An empty set of fields (written as `"extFields":{}`).
     pub fn new() -> Self {
-        ExtFields(Vec::new())
+        ExtFields::default()
     }
 
     /// The value of `key`, if present.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0
+        self.pairs
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
@@ -47,8 +52,18 @@ impl ExtFields {
     /// Fields from pairs in order: a repeated key keeps the place of its first occurrence and
     /// the value of its last, as [`ExtFields::insert`] would leave them, in linear time.
     pub fn from_pairs(pairs: Vec<(String, String)>) -> Self {
+        let given = pairs.len();
+        let mut fields = ExtFields::unique(pairs);
+        fields.repeated = fields.len() < given;
+        fields
+    }
+
+    fn unique(pairs: Vec<(String, String)>) -> Self {
         // Small sets (every real request) are checked pairwise; large ones through an index.
-        let mut fields = ExtFields(Vec::with_capacity(pairs.len()));
+        let mut fields = ExtFields {
+            pairs: Vec::with_capacity(pairs.len()),
+            repeated: false,
+        };
         if pairs.len() <= 16 {
             for (k, v) in pairs {
                 fields.insert(k, v);
@@ -58,10 +73,10 @@ impl ExtFields {
         let mut index = std::collections::HashMap::with_capacity(pairs.len());
         for (key, value) in pairs {
             match index.get(&key) {
-                Some(&at) => fields.0[at] = (key, value),
+                Some(&at) => fields.pairs[at] = (key, value),
                 None => {
-                    index.insert(key.clone(), fields.0.len());
-                    fields.0.push((key, value));
+                    index.insert(key.clone(), fields.pairs.len());
+                    fields.pairs.push((key, value));
                 }
             }
         }
@@ -72,25 +87,31 @@ impl ExtFields {
     pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) {
         let key = key.into();
         let value = value.into();
-        match self.0.iter_mut().find(|(k, _)| *k == key) {
+        match self.pairs.iter_mut().find(|(k, _)| *k == key) {
             Some(slot) => slot.1 = value,
-            None => self.0.push((key, value)),
+            None => self.pairs.push((key, value)),
         }
     }
 
     /// The fields in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str)> {
-        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+        self.pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
     /// Number of fields.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.pairs.len()
+    }
+
+    /// Whether a key was repeated in the pairs these fields were decoded from
+    /// ([`ExtFields::from_pairs`]); later [`ExtFields::insert`]s do not count.
+    pub fn had_repeated_keys(&self) -> bool {
+        self.repeated
     }
 
     /// Whether there are no fields.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.pairs.is_empty()
     }
 }
 
@@ -225,6 +246,26 @@ mod tests {
         let first: Vec<_> = f.iter().take(2).collect();
         assert_eq!(first, vec![("k0", "60000"), ("k1", "60001")]);
         assert_eq!(f.get("k59999"), Some("59999"));
+    }
+
+    #[test]
+    fn from_pairs_notes_repeated_keys_and_insert_does_not() {
+        let pair = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+        let f = ExtFields::from_pairs(vec![pair("a", "1"), pair("b", "2")]);
+        assert!(!f.had_repeated_keys());
+        let mut f = ExtFields::from_pairs(vec![pair("a", "1"), pair("a", "1")]);
+        assert!(f.had_repeated_keys());
+        assert_eq!(f.len(), 1);
+        let mut built = ExtFields::new();
+        built.insert("a", "1");
+        built.insert("a", "2");
+        assert!(!built.had_repeated_keys());
+        f.insert("a", "3");
+        assert!(f.had_repeated_keys(), "a decoded repeat stays known");
+        let many: Vec<_> = (0..40)
+            .map(|i| pair(&format!("k{}", i % 39), "v"))
+            .collect();
+        assert!(ExtFields::from_pairs(many).had_repeated_keys());
     }
 
     #[test]

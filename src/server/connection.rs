@@ -12,7 +12,9 @@
 //! when the budget is under pressure, more than its share — wait to be written, so a peer
 //! that never reads cannot grow the server's memory; and it ends at once if the budget
 //! closes it. A malformed frame closes the connection without a reply; so does the idle
-//! timeout. When the connection ends, brokers it registered are unregistered at once.
+//! timeout. When the connection ends, brokers it registered are unregistered at once. The
+//! lines saying a connection was closed for a malformed frame or for idling are limited
+//! server-wide ([`CloseLog`]): anyone can open connections, and each must not cost a line.
 //!
 //! The byte stream — the socket itself, or TLS over it, as the connection's prelude decided
 //! ([`super::prelude`]) — is used only through [`Conn::read_some`] and [`Conn::write_or_idle`],
@@ -28,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use super::Server;
 use super::budget::Holding;
 use super::io::Io;
+use super::log_limit::LogLimit;
 use super::offload::Lane;
 use super::prelude::Transport;
 use crate::auth::Gate;
@@ -42,6 +45,47 @@ const READ_CHUNK: usize = 4 * 1024;
 
 /// Frames larger than this are decoded and handled on the blocking pool.
 const INLINE_FRAME_MAX: usize = 64 * 1024;
+
+/// How often a connection closed for a malformed frame, or for idling, is logged: at most
+/// once per interval each, with the number of closings not logged since.
+const CLOSE_LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The server-wide limits on closing lines. Short locks, taken once per closed connection.
+#[derive(Debug)]
+pub(super) struct CloseLog {
+    malformed: parking_lot::Mutex<LogLimit>,
+    idle: parking_lot::Mutex<LogLimit>,
+}
+
+impl Default for CloseLog {
+    fn default() -> CloseLog {
+        CloseLog {
+            malformed: parking_lot::Mutex::new(LogLimit::new(CLOSE_LOG_INTERVAL)),
+            idle: parking_lot::Mutex::new(LogLimit::new(CLOSE_LOG_INTERVAL)),
+        }
+    }
+}
+
+impl CloseLog {
+    fn log(&self, end: &End, peer: SocketAddr) {
+        match end {
+            End::Malformed(e) => {
+                if let Some(left_out) = self.malformed.lock().ready() {
+                    tracing::warn!(%peer, error = %e, left_out, "malformed frame: closing the connection");
+                }
+            }
+            End::Idle => {
+                if let Some(left_out) = self.idle.lock().ready() {
+                    tracing::info!(%peer, left_out, "connection idle: closing it");
+                }
+            }
+            // The budget logs its closings (rate-limited).
+            End::Evicted => tracing::debug!(%peer, "connection closed for the buffer budget"),
+            End::Io(e) => tracing::debug!(%peer, error = %e, "connection error"),
+            End::Eof | End::Cancelled => tracing::debug!(%peer, "connection closed"),
+        }
+    }
+}
 
 /// Why a connection ended.
 enum End {
@@ -92,16 +136,7 @@ pub(super) async fn serve(
         in_flight: 0,
     };
     let Err(end) = c.run(&mut io, &cancel).await;
-    match &end {
-        End::Malformed(e) => {
-            tracing::warn!(%peer, error = %e, "malformed frame: closing the connection")
-        }
-        End::Idle => tracing::info!(%peer, "connection idle: closing it"),
-        // The budget logs its closings (rate-limited).
-        End::Evicted => tracing::debug!(%peer, "connection closed for the buffer budget"),
-        End::Io(e) => tracing::debug!(%peer, error = %e, "connection error"),
-        End::Eof | End::Cancelled => tracing::debug!(%peer, "connection closed"),
-    }
+    server.closings.log(&end, peer);
     io.shutdown().await;
     if c.registered_broker {
         // An idle timeout is silence, which eviction protection may hold; a close is not.

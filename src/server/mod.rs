@@ -120,6 +120,7 @@ struct Server {
     config: ServerConfig,
     budget: Arc<budget::Budget>,
     offload: offload::Offload,
+    closings: connection::CloseLog,
 }
 
 /// Open connections, so that the expiry scan can close a broker's connection.
@@ -164,6 +165,7 @@ pub async fn run(
     let server = Arc::new(Server {
         budget: budget::Budget::new(config.max_buffered_bytes),
         offload: offload::Offload::new(),
+        closings: connection::CloseLog::default(),
         config,
     });
     let config = &server.config;

@@ -316,3 +316,50 @@ fn credentials_are_checked_like_signatures() {
     assert!(p.credentials_allow("reader01", "12345678", RequestClass::Read));
     assert!(!p.credentials_allow("nobody01", "12345678", RequestClass::Read));
 }
+
+#[test]
+fn a_signed_request_with_a_repeated_field_is_refused() {
+    let p = policy(FILE);
+    // A valid signature over the decoded (last-wins) fields: the repeat changes nothing the
+    // verifier sees, yet another reader of the same bytes might take the first value.
+    let valid = signed(
+        request(rc::DELETE_TOPIC_IN_NAMESRV, &[("topic", "TopicB")], b""),
+        "rocketmq2",
+        "12345678",
+    );
+    let mut pairs: Vec<(String, String)> = vec![("topic".into(), "TopicA".into())];
+    pairs.extend(
+        valid
+            .ext_fields
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.into(), v.into())),
+    );
+    let mut repeated = valid.clone();
+    repeated.ext_fields = Some(ExtFields::from_pairs(pairs));
+    assert_eq!(repeated.ext("topic"), Some("TopicB"));
+    assert_eq!(decide(&p, &valid, ip("127.0.0.1")).err(), None);
+    let refusal = decide(&p, &repeated, ip("127.0.0.1")).unwrap_err();
+    assert_eq!(refusal.reason.label(), "repeated_field");
+    assert!(refusal.to_string().contains("more than once"), "{refusal}");
+    // Unsigned requests of open classes are not checked at all.
+    let open = policy("signatureRequired: [read]\naccounts: []\n");
+    assert_eq!(decide(&open, &repeated, ip("127.0.0.1")).err(), None);
+}
+
+#[test]
+fn control_characters_in_an_access_key_are_escaped_in_remarks() {
+    let p = policy(FILE);
+    let req = signed(
+        request(rc::GET_ROUTEINFO_BY_TOPIC, &[("topic", "T")], b""),
+        "evil\n2026-12-01T00:00:00Z  INFO forged\r\u{1b}[31m",
+        "x",
+    );
+    let remark = decide(&p, &req, ip("127.0.0.1")).unwrap_err().to_string();
+    assert!(
+        !remark.chars().any(char::is_control),
+        "no control character: {remark:?}"
+    );
+    assert!(remark.contains(r"evil\n2026"), "{remark}");
+}

@@ -1,9 +1,13 @@
 //! Logging setup: `tracing` filtered by `--log-level`, else `RUST_LOG`, else `info`; written
 //! to stderr, or with `--log-dir` to a log file that rotates (daily or hourly, keeping a
-//! bounded number of files, [`CURRENT_LOG`] always linking to the current one); as text or,
-//! for log shippers, as one JSON object per line (`--log-format json`). The audit log of admin
-//! requests (target [`crate::auth::AUDIT_TARGET`]) goes to its own file when `authAuditLog`
-//! names one, and with everything else otherwise.
+//! bounded number of files, [`CURRENT_LOG`] always linking to the current one, each file at
+//! most `--log-max-size` bytes: past it lines are dropped until the next rotation, with a
+//! note); as text or, for log shippers, as one JSON object per line (`--log-format json`).
+//! The audit log of admin requests (target [`crate::auth::AUDIT_TARGET`]) goes to its own file
+//! when `authAuditLog` names one, and with everything else otherwise.
+//!
+//! Every event is one line: control characters in what it echoes are escaped on the way to
+//! any of these outputs ([`writer`]), so no client's value can forge a line.
 //!
 //! The files are named `namesrv-rs.<date>.log` so that they can share a directory with a
 //! Java name server's `namesrv.log` and `namesrv.<n>.log`: rotation deletes only its own.
@@ -20,6 +24,14 @@ use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::prelude::*;
 
 use crate::auth::AUDIT_TARGET;
+use writer::{CapOptions, Capped, OneLine};
+
+mod writer;
+
+pub use writer::parse_size;
+
+/// The default of `--log-max-size`: 256 MiB per file.
+pub const DEFAULT_MAX_SIZE: u64 = 256 << 20;
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -54,6 +66,8 @@ pub struct LogOptions {
     pub rotation: LogRotation,
     /// How many files to keep (older ones are deleted).
     pub max_files: usize,
+    /// Most bytes one file gets (`--log-max-size`); 0 is read as [`DEFAULT_MAX_SIZE`].
+    pub max_size: u64,
     /// The audit log's own file (`authAuditLog`), if any.
     pub audit_log: Option<PathBuf>,
 }
@@ -88,7 +102,7 @@ pub fn init(opts: &LogOptions) -> Result<LogGuard, String> {
                     .map_err(|e| format!("{e}"))?,
             );
             let layer = tracing_subscriber::fmt::layer()
-                .with_writer(Arc::new(file))
+                .with_writer(OneLine::new(Arc::new(file), false))
                 .with_ansi(false)
                 .with_target(false)
                 .with_filter(Targets::new().with_target(AUDIT_TARGET, LevelFilter::INFO));
@@ -99,11 +113,19 @@ pub fn init(opts: &LogOptions) -> Result<LogGuard, String> {
     let (writer, guard, ansi) = match &opts.dir {
         None => {
             let ansi = std::io::stderr().is_terminal() && opts.format == LogFormat::Text;
-            (BoxMakeWriter::new(std::io::stderr), None, ansi)
+            (
+                BoxMakeWriter::new(OneLine::new(std::io::stderr, ansi)),
+                None,
+                ansi,
+            )
         }
         Some(dir) => {
             let (writer, guard) = rotating(dir, opts)?;
-            (BoxMakeWriter::new(writer), Some(guard), false)
+            (
+                BoxMakeWriter::new(OneLine::new(writer, false)),
+                Some(guard),
+                false,
+            )
         }
     };
     let main = tracing_subscriber::fmt::layer()
@@ -122,15 +144,15 @@ pub fn init(opts: &LogOptions) -> Result<LogGuard, String> {
     Ok(LogGuard { _writer: guard })
 }
 
-/// The rotating file writer of `--log-dir`, behind a thread that never drops a line (a full
-/// queue waits).
+/// The rotating file writer of `--log-dir`, capped at `--log-max-size` per file, behind a
+/// thread that never drops a line below the cap (a full queue waits).
 fn rotating(
     dir: &Path,
     opts: &LogOptions,
 ) -> Result<(tracing_appender::non_blocking::NonBlocking, WorkerGuard), String> {
-    let rotation = match opts.rotation {
-        LogRotation::Daily => Rotation::DAILY,
-        LogRotation::Hourly => Rotation::HOURLY,
+    let (rotation, period) = match opts.rotation {
+        LogRotation::Daily => (Rotation::DAILY, 86_400),
+        LogRotation::Hourly => (Rotation::HOURLY, 3_600),
     };
     let appender = RollingFileAppender::builder()
         .rotation(rotation)
@@ -140,6 +162,18 @@ fn rotating(
         .latest_symlink(CURRENT_LOG)
         .build(dir)
         .map_err(|e| format!("cannot write logs in --log-dir {}: {e}", dir.display()))?;
+    // A restart within the period appends to the same file: what it holds counts.
+    let already = std::fs::metadata(dir.join(CURRENT_LOG)).map_or(0, |m| m.len());
+    let cap = CapOptions {
+        max: match opts.max_size {
+            0 => DEFAULT_MAX_SIZE,
+            n => n,
+        },
+        period,
+        already,
+        json: opts.format == LogFormat::Json,
+    };
+    let appender = Capped::new(appender, cap, writer::wall_clock);
     Ok(
         tracing_appender::non_blocking::NonBlockingBuilder::default()
             .lossy(false)
