@@ -24,7 +24,8 @@ use axum::extract::ConnectInfo;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -151,10 +152,15 @@ pub(super) async fn serve(listener: TcpListener, routers: Routers, stop: impl Fu
             Mode::Full { .. } => routers.full.clone(),
             Mode::ProbeOnly => routers.probes.clone(),
         };
+        let _ = stream.set_nodelay(true);
+        let peer = Peer {
+            remote,
+            local: stream.local_addr().unwrap_or(remote),
+        };
         let closing = closing.clone();
         connections.spawn(async move {
             let _permit = permit;
-            connection(stream, remote, router, mode, closing).await;
+            connection(stream, peer, router, mode, closing).await;
         });
     }
     closing.cancel();
@@ -163,18 +169,15 @@ pub(super) async fn serve(listener: TcpListener, routers: Routers, stop: impl Fu
 }
 
 /// Serves one connection within its mode's limits.
-async fn connection(
-    stream: TcpStream,
-    remote: SocketAddr,
+async fn connection<S>(
+    stream: S,
+    peer: Peer,
     router: Router,
     mode: Mode,
     closing: CancellationToken,
-) {
-    let _ = stream.set_nodelay(true);
-    let peer = Peer {
-        remote,
-        local: stream.local_addr().unwrap_or(remote),
-    };
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let limits = mode.limits();
     let service = TowerToHyperService::new(router.layer(axum::Extension(ConnectInfo(peer))));
     let io = TokioIo::new(WriteDeadline::new(stream, limits.write));
@@ -198,7 +201,90 @@ async fn connection(
         }
     };
     if let Err(e) = result {
-        tracing::debug!(%remote, error = %e, "HTTP connection ended with an error");
+        tracing::debug!(remote = %peer.remote, error = %e, "HTTP connection ended with an error");
     }
     drop(mode);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::routing::get;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+    use tokio::time::Instant;
+
+    const REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+
+    /// A connection in `mode` over an in-memory pipe (so paused time is exact).
+    fn open(mode: Mode) -> DuplexStream {
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let remote: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        let peer = Peer {
+            remote,
+            local: remote,
+        };
+        let router = Router::new().route("/", get(|| async { "ok" }));
+        tokio::spawn(connection(
+            server,
+            peer,
+            router,
+            mode,
+            CancellationToken::new(),
+        ));
+        client
+    }
+
+    fn ordinary() -> Mode {
+        Mode::Full {
+            _ordinary: Arc::new(Semaphore::new(1)).try_acquire_owned().unwrap(),
+            _slot: Clients::new(1).take("127.0.0.1".parse().unwrap()).unwrap(),
+        }
+    }
+
+    /// Reads one answer to [`REQUEST`]; `false` if the connection closed instead.
+    async fn answer(client: &mut DuplexStream) -> bool {
+        let mut seen = Vec::new();
+        let mut buf = [0; 1024];
+        while !seen.ends_with(b"\r\n\r\nok") {
+            match client.read(&mut buf).await {
+                Ok(0) | Err(_) => return false,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+        }
+        true
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_busy_connection_closes_when_its_budget_is_spent() {
+        let mut client = open(ordinary());
+        let start = Instant::now();
+        // A request every 5 s: the header timeout never ends this connection, the budget does.
+        for _ in 0..30 {
+            if client.write_all(REQUEST).await.is_err() || !answer(&mut client).await {
+                let lasted = start.elapsed();
+                assert!(lasted >= CONNECTION_BUDGET, "{lasted:?}");
+                assert!(
+                    lasted < CONNECTION_BUDGET + Duration::from_secs(6),
+                    "{lasted:?}"
+                );
+                return;
+            }
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
+        panic!("still open after 150 s");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_probe_only_connection_answers_once_and_waits_briefly() {
+        let mut client = open(Mode::ProbeOnly);
+        client.write_all(&REQUEST.repeat(2)).await.unwrap();
+        assert!(answer(&mut client).await);
+        assert!(!answer(&mut client).await, "one request per connection");
+        // One that sends nothing is closed after the probe timeout.
+        let mut silent = open(Mode::ProbeOnly);
+        let start = Instant::now();
+        let mut buf = Vec::new();
+        let _ = silent.read_to_end(&mut buf).await;
+        assert_eq!(start.elapsed(), PROBE_TIMEOUT);
+    }
 }
