@@ -7,12 +7,14 @@
 //!
 //! - the ordinary pool holds [`MAX_CONNECTIONS`] connections, at most
 //!   [`MAX_CONNECTIONS_PER_CLIENT`] of them from one client ([`super::limits`]);
-//! - beyond that, [`PROBE_RESERVE`] more connections are served in *probe-only* mode: one
-//!   request each, on a short leash, answering `/healthz` and `/readyz` and refusing every
-//!   other path with a 503. Clients that hold their connections without reading can fill the
-//!   ordinary pool, but what they send on a probe-only connection is answered at once with a
-//!   few bytes and closed, so a kubelet probing from the same address still gets in;
-//! - further connections wait in the kernel's backlog.
+//! - a connection that finds the pool, or its client's share of it, full is served in
+//!   *probe-only* mode: one request, on a short leash, answering `/healthz` and `/readyz` and
+//!   refusing every other path with a 503. Clients that hold their connections without
+//!   reading can fill the ordinary pool, but what they send on a probe-only connection is
+//!   answered at once with a few bytes and closed, so a kubelet probing from the same address
+//!   still gets in;
+//! - at most [`PROBE_RESERVE`] connections more than the pool are open at once; further ones
+//!   wait in the kernel's backlog.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -40,8 +42,8 @@ pub const MAX_CONNECTIONS: usize = 64;
 /// Of the ordinary pool, what one client (an IPv4 address or an IPv6 /64) may hold.
 pub const MAX_CONNECTIONS_PER_CLIENT: usize = 16;
 
-/// Connections served in probe-only mode once the ordinary pool (or the client's share of
-/// it) is full.
+/// Connections open beyond the ordinary pool, served probe-only: room for probes however
+/// the pool is held.
 pub const PROBE_RESERVE: usize = 16;
 
 /// How long a client may take to send a request's headers, counted from the moment the
