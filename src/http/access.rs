@@ -73,11 +73,13 @@ fn log_refusal(app: &App, peer: Peer, user: Option<&str>, reason: Reason) {
     let Some(suppressed) = app.refusal_log.lock().ready() else {
         return;
     };
-    // `?` escapes control characters, so a user name cannot forge log lines.
-    let user: Option<String> = user.map(|u| u.chars().take(ECHO_LIMIT).collect());
+    // Control characters escaped, so that a user name cannot forge log lines.
+    let user: String = (user.unwrap_or_default().chars().take(ECHO_LIMIT))
+        .flat_map(char::escape_debug)
+        .collect();
     tracing::warn!(
         peer = %peer.remote.ip(),
-        user = ?user,
+        user = %user,
         reason = reason.label(),
         suppressed,
         "HTTP operator route refused: no valid admin credentials"
