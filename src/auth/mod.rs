@@ -161,6 +161,7 @@ impl Gate {
     }
 
     /// [`policy::Policy::credentials_allow`] on the current accounts; `false` when off.
+    #[cfg(test)]
     pub fn credentials_allow(
         &self,
         access_key: &str,

@@ -139,6 +139,7 @@ impl Policy {
 
     /// Whether `access_key` with `secret_key` names an account allowed to send `class`, as
     /// [`Policy::check_credentials`] decides it for a peer the account's address rule allows.
+    #[cfg(test)]
     pub fn credentials_allow(
         &self,
         access_key: &str,
