@@ -22,7 +22,7 @@ pub mod policy;
 pub mod stats;
 pub mod watch;
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -142,7 +142,30 @@ impl Gate {
             .map(|s| s.counters.snapshot(s.mode, s.policy.load().account_count()))
     }
 
+    /// [`policy::Policy::check_credentials`] on the current accounts, for HTTP Basic
+    /// credentials (`None`: none, or none readable) from `peer`; refusals are counted.
+    /// Everything passes when the gate is off.
+    pub fn check_basic(
+        &self,
+        credentials: Option<(&str, &str)>,
+        class: RequestClass,
+        peer: IpAddr,
+    ) -> Result<(), Reason> {
+        let Some(shared) = &self.0 else {
+            return Ok(());
+        };
+        let verdict = match credentials {
+            None => Err(Reason::MissingAccessKey),
+            Some((ak, sk)) => shared.policy.load().check_credentials(ak, sk, class, peer),
+        };
+        if let Err(reason) = verdict {
+            shared.counters.http_refused(reason);
+        }
+        verdict
+    }
+
     /// [`policy::Policy::credentials_allow`] on the current accounts; `false` when off.
+    #[cfg(test)]
     pub fn credentials_allow(
         &self,
         access_key: &str,

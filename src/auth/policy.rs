@@ -139,22 +139,46 @@ impl Policy {
         self.accounts.len()
     }
 
-    /// Whether `access_key` with `secret_key` names an account allowed to send `class`
-    /// (compared in constant time; for callers that take credentials directly rather than
-    /// as a signature, such as an HTTP side door).
+    /// Whether `access_key` with `secret_key` names an account allowed to send `class`, as
+    /// [`Policy::check_credentials`] decides it for a peer the account's address rule allows.
+    #[cfg(test)]
     pub fn credentials_allow(
         &self,
         access_key: &str,
         secret_key: &str,
         class: RequestClass,
     ) -> bool {
-        let Some(account) = self.accounts.get(access_key) else {
-            return false;
-        };
-        // Equal MACs of the two secrets under one key: a constant-time comparison of secrets
-        // of any length, reusing the signing code.
-        let probe = signature::sign(access_key, secret_key.as_bytes());
-        signature::verify(access_key, account.secret_key.as_bytes(), &probe) && account.may(class)
+        self.accounts.get(access_key).is_some_and(|account| {
+            secret_matches(account, access_key, secret_key) && account.may(class)
+        })
+    }
+
+    /// Whether `access_key` with `secret_key` names an account allowed to send `class` from
+    /// `peer`, for callers that take credentials directly rather than as a signature (the
+    /// HTTP side door): the same checks as a signed request, in the same order.
+    pub fn check_credentials(
+        &self,
+        access_key: &str,
+        secret_key: &str,
+        class: RequestClass,
+        peer: IpAddr,
+    ) -> Result<(), Reason> {
+        let account = self
+            .accounts
+            .get(access_key)
+            .ok_or(Reason::UnknownAccessKey)?;
+        if !secret_matches(account, access_key, secret_key) {
+            return Err(Reason::BadSignature);
+        }
+        if let Some(white) = &account.white_remote_address
+            && !white.matches(peer.to_canonical())
+        {
+            return Err(Reason::AddressNotAllowed);
+        }
+        match account.may(class) {
+            true => Ok(()),
+            false => Err(Reason::NoPermission),
+        }
     }
 }
 
@@ -327,6 +351,13 @@ pub fn decide<'p>(
         return Err(refuse(Reason::NoPermission, Some(access_key)));
     }
     Ok(Admission::Signed { access_key: key })
+}
+
+/// Equal MACs of the two secrets under one key: a constant-time comparison of secrets of any
+/// length, reusing the signing code.
+fn secret_matches(account: &Account, access_key: &str, secret_key: &str) -> bool {
+    let probe = signature::sign(access_key, secret_key.as_bytes());
+    signature::verify(access_key, account.secret_key.as_bytes(), &probe)
 }
 
 fn signature_matches(secret_key: &str, req: &RemotingCommand, given: &str) -> bool {

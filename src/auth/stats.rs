@@ -14,6 +14,7 @@ pub(super) struct Counters {
     would_refuse: [AtomicU64; Reason::ALL.len()],
     accepted_signed: AtomicU64,
     accepted_by_address: AtomicU64,
+    http_refused: [AtomicU64; 5],
     reloads: AtomicU64,
     reload_failures: AtomicU64,
 }
@@ -42,6 +43,10 @@ impl Counters {
         bump(&self.accepted_by_address);
     }
 
+    pub(super) fn http_refused(&self, reason: Reason) {
+        bump(&self.http_refused[reason.index()]);
+    }
+
     pub(super) fn reloaded(&self, ok: bool) {
         bump(if ok {
             &self.reloads
@@ -60,6 +65,7 @@ impl Counters {
             would_refuse: self.would_refuse.each_ref().map(read),
             accepted_signed: read(&self.accepted_signed),
             accepted_by_address: read(&self.accepted_by_address),
+            http_refused: self.http_refused.each_ref().map(read),
             reloads: read(&self.reloads),
             reload_failures: read(&self.reload_failures),
         }
@@ -85,6 +91,10 @@ pub struct AuthStats {
     /// Read and broker requests let through unsigned from a `globalWhiteRemoteAddresses`
     /// address.
     pub accepted_by_address: u64,
+    /// HTTP requests for the operator routes refused (authMode=enforce), by reason: no or
+    /// unreadable Basic credentials count as [`Reason::MissingAccessKey`], a wrong secret as
+    /// [`Reason::BadSignature`].
+    pub http_refused: [u64; 5],
     /// Successful reloads of the accounts file.
     pub reloads: u64,
     /// Reloads that failed (the previous accounts stayed in force).
@@ -100,6 +110,11 @@ impl AuthStats {
     /// Requests that would have been refused for `reason` (audit mode).
     pub fn would_refuse_for(&self, reason: Reason) -> u64 {
         self.would_refuse[reason.index()]
+    }
+
+    /// HTTP requests for the operator routes refused for `reason`.
+    pub fn http_refused_for(&self, reason: Reason) -> u64 {
+        self.http_refused[reason.index()]
     }
 
     /// All refused requests.

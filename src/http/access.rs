@@ -4,33 +4,89 @@
 //! as HTTP Basic credentials (`curl -u AK:SK`, or the browser's prompt). With `off` or `audit`
 //! everything passes, as on the remoting port.
 //!
+//! The credentials are checked as a signed request's would be, the account's
+//! `whiteRemoteAddress` included. Refusals are counted (`namesrv_auth_http_refused_total`)
+//! and logged at most once per [`REFUSAL_LOG_INTERVAL`], and a client that keeps presenting
+//! wrong credentials is slowed down ([`super::throttle`]).
+//!
 //! Basic credentials travel in clear text: outside loopback, put the listener behind TLS.
 
-use axum::extract::{Request, State};
+use std::time::Duration;
+
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
+use tokio::time::Instant;
 
-use super::App;
-use crate::auth::RequestClass;
+use super::{App, Peer};
+use crate::auth::{Reason, RequestClass};
 use crate::config::AuthMode;
+
+/// At most one refusal line per this interval (with the number left out since the last).
+pub(super) const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Longest user name echoed in a log line.
+const ECHO_LIMIT: usize = 64;
 
 /// The middleware of the operator routes.
 pub(super) async fn require_admin(
     State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
     request: Request,
     next: Next,
 ) -> Response {
     if app.auth.mode() != AuthMode::Enforce {
         return next.run(request).await;
     }
-    let allowed = basic_credentials(request.headers().get(header::AUTHORIZATION))
-        .is_some_and(|(ak, sk)| app.auth.credentials_allow(&ak, &sk, RequestClass::Admin));
-    if allowed {
-        return next.run(request).await;
+    let ip = peer.remote.ip();
+    let wait = app.failures.delay(ip, Instant::now());
+    if !wait.is_zero() {
+        tokio::time::sleep(wait).await;
     }
-    tracing::debug!("HTTP operator route refused: no valid admin credentials");
+    let credentials = basic_credentials(request.headers().get(header::AUTHORIZATION));
+    let presented = credentials.as_ref().map(|(u, p)| (u.as_str(), p.as_str()));
+    match app.auth.check_basic(presented, RequestClass::Admin, ip) {
+        Ok(()) => {
+            app.failures.succeeded(ip);
+            next.run(request).await
+        }
+        Err(reason) => {
+            // A request without credentials is how a browser asks for the prompt: answered,
+            // counted, but no guess.
+            if credentials.is_some() {
+                app.failures.failed(ip, Instant::now());
+            }
+            log_refusal(
+                &app,
+                peer,
+                credentials.as_ref().map(|(u, _)| u.as_str()),
+                reason,
+            );
+            unauthorized()
+        }
+    }
+}
+
+fn log_refusal(app: &App, peer: Peer, user: Option<&str>, reason: Reason) {
+    let Some(suppressed) = app.refusal_log.lock().ready() else {
+        return;
+    };
+    // Control characters escaped, so that a user name cannot forge log lines.
+    let user: String = (user.unwrap_or_default().chars().take(ECHO_LIMIT))
+        .flat_map(char::escape_debug)
+        .collect();
+    tracing::warn!(
+        peer = %peer.remote.ip(),
+        user = %user,
+        reason = reason.label(),
+        suppressed,
+        "HTTP operator route refused: no valid admin credentials"
+    );
+}
+
+fn unauthorized() -> Response {
     let mut response = (
         StatusCode::UNAUTHORIZED,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],

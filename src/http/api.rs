@@ -1,7 +1,9 @@
 //! The JSON API: the status page's data for scripts, under `/api/...`.
 //!
 //! Field names follow RocketMQ's JSON (camelCase); durations are milliseconds. A topic's
-//! route is the exact body a current client receives for GET_ROUTEINFO_BY_TOPIC.
+//! route is the exact body a current client receives for GET_ROUTEINFO_BY_TOPIC. Clusters,
+//! brokers and topic searches come from the cached overview, at most a second old
+//! ([`super::views`]).
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -10,11 +12,11 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::{App, visible_config};
+use super::{App, visible_config, with_overview};
 use crate::handlers::route::{RouteOptions, lookup};
 use crate::protocol::code::version;
 use crate::protocol::json::JsonStyle;
-use crate::state::route_table::overview::{BrokerView, ClusterView, GroupView};
+use crate::state::route_table::overview::{BrokerView, GroupView, find_topics};
 
 /// Topic searches list at most this many names unless `limit` says fewer.
 pub(super) const MAX_TOPICS_LISTED: usize = 1000;
@@ -68,10 +70,6 @@ fn group_json(cluster: &str, g: &GroupView) -> Value {
     })
 }
 
-fn clusters_view(app: &App) -> Vec<ClusterView> {
-    app.state.routes().clusters_view(Instant::now())
-}
-
 /// `GET /api/status`: readiness and the headline counts.
 pub(super) async fn status(State(app): State<App>) -> Json<Value> {
     let now = Instant::now();
@@ -104,28 +102,33 @@ pub(super) async fn status(State(app): State<App>) -> Json<Value> {
 }
 
 /// `GET /api/clusters`: clusters → broker groups → brokers.
-pub(super) async fn clusters(State(app): State<App>) -> Json<Value> {
-    let clusters: Vec<Value> = clusters_view(&app)
-        .iter()
-        .map(|c| {
-            json!({
-                "clusterName": &*c.name,
-                "brokerGroups": c.groups.iter().map(|g| group_json(&c.name, g)).collect::<Vec<_>>(),
+pub(super) async fn clusters(State(app): State<App>) -> Response {
+    with_overview(app, |_, overview| {
+        let clusters: Vec<Value> = (overview.clusters.iter())
+            .map(|c| {
+                json!({
+                    "clusterName": &*c.name,
+                    "brokerGroups": c.groups.iter().map(|g| group_json(&c.name, g)).collect::<Vec<_>>(),
+                })
             })
-        })
-        .collect();
-    Json(Value::Array(clusters))
+            .collect();
+        Json(Value::Array(clusters)).into_response()
+    })
+    .await
 }
 
 /// `GET /api/brokers`: every broker, flat.
-pub(super) async fn brokers(State(app): State<App>) -> Json<Value> {
-    let mut out = Vec::new();
-    for c in clusters_view(&app) {
-        for g in &c.groups {
-            out.extend(g.brokers.iter().map(|b| broker_json(&c.name, g, b)));
+pub(super) async fn brokers(State(app): State<App>) -> Response {
+    with_overview(app, |_, overview| {
+        let mut out = Vec::new();
+        for c in &overview.clusters {
+            for g in &c.groups {
+                out.extend(g.brokers.iter().map(|b| broker_json(&c.name, g, b)));
+            }
         }
-    }
-    Json(Value::Array(out))
+        Json(Value::Array(out)).into_response()
+    })
+    .await
 }
 
 /// The query of `GET /api/topics`.
@@ -139,14 +142,14 @@ pub(super) struct TopicSearch {
 }
 
 /// `GET /api/topics?q=PART&limit=N`: topic names containing `q`, sorted.
-pub(super) async fn topics(
-    State(app): State<App>,
-    Query(search): Query<TopicSearch>,
-) -> Json<Value> {
+pub(super) async fn topics(State(app): State<App>, Query(search): Query<TopicSearch>) -> Response {
     let limit = search.limit.unwrap_or(100).min(MAX_TOPICS_LISTED);
-    let (found, total) = app.state.routes().find_topics(&search.q, limit);
-    let names: Vec<&str> = found.iter().map(|n| &**n).collect();
-    Json(json!({ "total": total, "topics": names }))
+    with_overview(app, move |_, overview| {
+        let (found, total) = find_topics(&overview.topics, &search.q, limit);
+        let names: Vec<&str> = found.iter().map(|n| &**n).collect();
+        Json(json!({ "total": total, "topics": names })).into_response()
+    })
+    .await
 }
 
 /// The route of `topic` as a current client sees it (standard JSON, no zone filter).

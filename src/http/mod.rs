@@ -11,28 +11,44 @@
 //! (`/healthz`, `/readyz`, `/metrics`, `/rocketmq/...`) and the operator ones (`/` and
 //! `/api/...`). When `authMode=enforce`, the operator group asks for the credentials of an
 //! admin account of the auth accounts file, as HTTP Basic authentication ([`access`]).
+//!
+//! No client can keep the probes out: connections are bounded in number, per client and in
+//! time, with a reserve served probe-only ([`listener`]); the operator views read a cached
+//! overview and do their work on the blocking pool ([`views`]), so they never hold up route
+//! lookups or the runtime's workers. Every answer says it must not be framed or sniffed, and
+//! the page carries a Content-Security-Policy of its own ([`page`]).
 
 mod access;
 mod api;
+mod deadline;
 mod health;
 mod html;
+mod limits;
 mod listener;
 mod nsaddr;
 mod page;
+mod throttle;
+mod views;
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use axum::Router;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use parking_lot::Mutex;
 use tokio::net::TcpListener;
 
 use crate::auth::Gate;
 use crate::config::Settings;
+use crate::server::log_limit::LogLimit;
 use crate::state::Namesrv;
-pub use listener::{HEADER_READ_TIMEOUT, MAX_CONNECTIONS, Peer};
+pub use listener::{
+    CONNECTION_BUDGET, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT,
+    PROBE_RESERVE, Peer, WRITE_TIMEOUT,
+};
 
 /// What every handler gets.
 #[derive(Debug, Clone)]
@@ -42,6 +58,12 @@ struct App {
     remoting: SocketAddr,
     /// The request gate, whose accounts guard the operator routes when enforced.
     auth: Gate,
+    /// The operator views' cached overview and blocking-pool lane.
+    views: Arc<views::Views>,
+    /// Recent wrong credentials, by client.
+    failures: Arc<throttle::Failures>,
+    /// When the next refused-credentials line may be written; a short lock.
+    refusal_log: Arc<Mutex<LogLimit>>,
 }
 
 /// Binds the HTTP listener as `httpBindAddress`/`httpListenPort` say, or `None` when
@@ -65,12 +87,19 @@ pub async fn serve(
 ) {
     let local = listener.local_addr().ok();
     tracing::info!(address = ?local, "HTTP listener (metrics, status page, address server) up");
-    let app = router(App {
+    let app = App {
         state,
         remoting,
         auth,
-    });
-    listener::serve(listener, app, stop).await;
+        views: Arc::default(),
+        failures: Arc::default(),
+        refusal_log: Arc::new(Mutex::new(LogLimit::new(access::REFUSAL_LOG_INTERVAL))),
+    };
+    let routers = listener::Routers {
+        full: router(app.clone()),
+        probes: probe_router(app),
+    };
+    listener::serve(listener, routers, stop).await;
     tracing::info!("HTTP listener stopped");
 }
 
@@ -82,7 +111,50 @@ fn router(app: App) -> Router {
         .route("/rocketmq/{subgroup}", get(nsaddr::nsaddr));
     open.merge(operator_routes(&app))
         .fallback(not_found)
+        .layer(axum::middleware::map_response(security_headers))
         .with_state(app)
+}
+
+/// What a probe-only connection serves ([`listener`]): the probes, and a 503 for the rest.
+fn probe_router(app: App) -> Router {
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .fallback(busy)
+        .layer(axum::middleware::map_response(security_headers))
+        .with_state(app)
+}
+
+async fn busy() -> Response {
+    let mut response = text(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "busy: too many HTTP connections, from this address or in all; only /healthz and \
+         /readyz are answered until some close\n",
+    );
+    let retry = HeaderValue::from_static("1");
+    response.headers_mut().insert(header::RETRY_AFTER, retry);
+    response
+}
+
+/// Headers every answer carries: nothing here is to be framed, sniffed as another type, or
+/// given away in a `Referer`; a handler's own policy (the page's) takes precedence over the
+/// default one, which allows nothing.
+async fn security_headers(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    let set = [
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::REFERRER_POLICY, "no-referrer"),
+    ];
+    for (name, value) in set {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    headers
+        .entry(header::CONTENT_SECURITY_POLICY)
+        .or_insert(HeaderValue::from_static(
+            "default-src 'none'; frame-ancestors 'none'",
+        ));
+    response
 }
 
 /// The status page and the JSON API, behind the credential check (which lets everything
@@ -111,6 +183,27 @@ async fn metrics(axum::extract::State(app): axum::extract::State<App>) -> Respon
 
 async fn not_found() -> Response {
     text(StatusCode::NOT_FOUND, "not found\n")
+}
+
+/// Answers with what `view` makes of the current overview, built and rendered on the
+/// blocking pool ([`views`]).
+async fn with_overview(
+    app: App,
+    view: impl FnOnce(&App, &views::Overview) -> Response + Send + 'static,
+) -> Response {
+    let Some(overview) = app.views.overview(&app.state).await else {
+        return shutting_down();
+    };
+    let views = app.views.clone();
+    views
+        .run(move || view(&app, &overview))
+        .await
+        .unwrap_or_else(shutting_down)
+}
+
+/// The answer when the runtime shuts down before a view could be built.
+fn shutting_down() -> Response {
+    text(StatusCode::SERVICE_UNAVAILABLE, "shutting down\n")
 }
 
 /// A plain-text response.

@@ -1,17 +1,26 @@
 //! The status page at `/`: server-rendered HTML with inline style and script (no build step,
 //! nothing fetched from elsewhere), readable on a laptop and a phone, reloading itself every
-//! 10 s. It shows the same data as the JSON API.
+//! 10 s. It shows the same data as the JSON API, from the same cached overview, and is
+//! rendered on the blocking pool ([`super::views`]).
+//!
+//! Its `Content-Security-Policy` allows its own inline style and script, by their SHA-256, and
+//! nothing else: no other script, no framing, no form posting elsewhere.
+
+use std::sync::LazyLock;
 
 use axum::extract::{Query, State};
-use axum::response::Html as HtmlResponse;
+use axum::http::{HeaderValue, header};
+use axum::response::{Html as HtmlResponse, IntoResponse, Response};
+use base64::Engine as _;
 use serde_json::Value;
 use tokio::time::Instant;
 
 use super::api::client_route;
 use super::html::{Html, age, utc};
-use super::{App, visible_config};
+use super::views::Overview;
+use super::{App, visible_config, with_overview};
 use crate::protocol::code::version;
-use crate::state::route_table::overview::{ClusterView, GroupView};
+use crate::state::route_table::overview::{ClusterView, GroupView, find_topics};
 
 const STYLE: &str = include_str!("page.css");
 const SCRIPT: &str = include_str!("page.js");
@@ -28,11 +37,37 @@ pub(super) struct PageQuery {
     topic: String,
 }
 
+/// The page's `Content-Security-Policy`.
+static POLICY: LazyLock<HeaderValue> = LazyLock::new(|| {
+    let policy = format!(
+        "default-src 'none'; script-src 'sha256-{}'; style-src 'sha256-{}'; img-src data:; \
+         form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+        sha256(SCRIPT),
+        sha256(STYLE)
+    );
+    HeaderValue::from_str(&policy).expect("base64 and ASCII only")
+});
+
+/// The base64 SHA-256 of `text`, as CSP hash sources write it.
+fn sha256(text: &str) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(digest.as_ref())
+}
+
 /// `GET /`.
 pub(super) async fn status_page(
     State(app): State<App>,
     Query(query): Query<PageQuery>,
-) -> HtmlResponse<String> {
+) -> Response {
+    with_overview(app, move |app, overview| {
+        let page = render(app, overview, query.topic.trim());
+        let policy = [(header::CONTENT_SECURITY_POLICY, POLICY.clone())];
+        (policy, HtmlResponse(page)).into_response()
+    })
+    .await
+}
+
+fn render(app: &App, overview: &Overview, topic: &str) -> String {
     let mut h = Html::default();
     h.raw("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">")
         .raw("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">")
@@ -42,14 +77,13 @@ pub(super) async fn status_page(
         .raw("</title><style>")
         .raw(STYLE)
         .raw("</style><noscript><meta http-equiv=\"refresh\" content=\"10\"></noscript></head><body>");
-    let clusters = app.state.routes().clusters_view(Instant::now());
-    header(&mut h, &app);
+    header(&mut h, app);
     h.raw("<main>");
-    cards(&mut h, &app, &clusters);
-    clusters_section(&mut h, &clusters);
-    topics_section(&mut h, &app, query.topic.trim());
-    kv_section(&mut h, &app);
-    config_section(&mut h, &app);
+    cards(&mut h, app, overview);
+    clusters_section(&mut h, &overview.clusters);
+    topics_section(&mut h, app, overview, topic);
+    kv_section(&mut h, app);
+    config_section(&mut h, app);
     h.raw("</main><footer>JSON for scripts: ")
         .raw("<a href=\"/api/status\">/api/status</a> · <a href=\"/api/clusters\">/api/clusters</a> · ")
         .raw("<a href=\"/api/brokers\">/api/brokers</a> · <a href=\"/api/topics\">/api/topics</a> · ")
@@ -58,7 +92,7 @@ pub(super) async fn status_page(
         .raw("This page reloads itself every 10 s.</footer><script>")
         .raw(SCRIPT)
         .raw("</script></body></html>");
-    HtmlResponse(h.finish())
+    h.finish()
 }
 
 fn header(h: &mut Html, app: &App) {
@@ -91,10 +125,10 @@ fn card(h: &mut Html, value: impl std::fmt::Display, label: &'static str, note: 
         .raw("</span></div>");
 }
 
-fn cards(h: &mut Html, app: &App, clusters: &[ClusterView]) {
+fn cards(h: &mut Html, app: &App, overview: &Overview) {
+    let clusters = &overview.clusters;
     let groups: usize = clusters.iter().map(|c| c.groups.len()).sum();
-    let live = app.state.routes().live_count();
-    let topics = app.state.routes().topic_count();
+    let (live, topics) = (overview.live, overview.topics.len());
     let (namespaces, entries) = app.state.kv().counts();
     let m = app.state.metrics();
     h.raw("<section class=\"cards\" id=\"summary\">");
@@ -193,8 +227,8 @@ fn clusters_section(h: &mut Html, clusters: &[ClusterView]) {
     h.raw("</section>");
 }
 
-fn topics_section(h: &mut Html, app: &App, topic: &str) {
-    let total = app.state.routes().topic_count();
+fn topics_section(h: &mut Html, app: &App, overview: &Overview, topic: &str) {
+    let total = overview.topics.len();
     h.raw("<section id=\"topics\"><h2>Topics <span class=\"tag\">")
         .num(total)
         .raw("</span></h2><form method=\"get\" action=\"/#topics\" role=\"search\">")
@@ -205,7 +239,7 @@ fn topics_section(h: &mut Html, app: &App, topic: &str) {
         h.raw("</section>");
         return;
     }
-    let (found, matched) = app.state.routes().find_topics(topic, TOPICS_LISTED);
+    let (found, matched) = find_topics(&overview.topics, topic, TOPICS_LISTED);
     if let Some(body) = client_route(app, topic) {
         route(h, topic, &body);
     } else {

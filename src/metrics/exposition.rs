@@ -464,6 +464,18 @@ fn encode_auth(enc: &mut DescriptorEncoder<'_>, stats: &AuthStats) -> Result {
     labelled(
         enc,
         (
+            "namesrv_auth_http_refused",
+            "HTTP requests for the status page and /api refused for want of valid admin credentials (authMode=enforce), by reason.",
+            "reason",
+        ),
+        MetricType::Counter,
+        Reason::ALL
+            .iter()
+            .map(|&r| (r.label(), stats.http_refused_for(r))),
+    )?;
+    labelled(
+        enc,
+        (
             "namesrv_auth_reloads",
             "Reloads of the accounts file, by outcome (a failed one keeps the previous accounts).",
             "outcome",

@@ -7,7 +7,7 @@ use tokio::time::Instant;
 
 /// When an event may be logged again.
 #[derive(Debug)]
-pub(super) struct LogLimit {
+pub(crate) struct LogLimit {
     interval: Duration,
     last: Option<Instant>,
     suppressed: u64,

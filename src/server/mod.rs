@@ -10,7 +10,7 @@ mod config_reload;
 mod connection;
 pub mod handover;
 mod io;
-mod log_limit;
+pub(crate) mod log_limit;
 mod offload;
 pub mod prelude;
 

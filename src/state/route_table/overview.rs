@@ -2,7 +2,9 @@
 //! the cluster → group → broker view of the status page and its JSON API.
 //!
 //! Everything here copies what it needs out of the table, so the caller can format it after
-//! releasing the read lock.
+//! releasing the read lock. The views walk every topic, so the HTTP side door builds them off
+//! the runtime workers and at most once a second (`http::views`), and searches topic names in
+//! its own sorted copy ([`find_topics`]) rather than under the lock.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -188,19 +190,27 @@ impl RouteTable {
         })
     }
 
-    /// Up to `limit` topic names containing `needle` (ignoring ASCII case), sorted, and how
-    /// many matched in all.
-    pub fn find_topics(&self, needle: &str, limit: usize) -> (Vec<Name>, usize) {
-        let needle = needle.to_ascii_lowercase();
-        let mut found: Vec<&Name> = self
-            .topics
-            .keys()
-            .filter(|t| t.to_ascii_lowercase().contains(&needle))
-            .collect();
-        let total = found.len();
-        found.sort_unstable();
-        (found.into_iter().take(limit).cloned().collect(), total)
+    /// Every topic name, in no particular order (sort them after releasing the lock).
+    pub fn topic_names(&self) -> Vec<Name> {
+        self.topics.keys().cloned().collect()
     }
+}
+
+/// Up to `limit` of the `sorted` topic names that contain `needle` (ignoring ASCII case), and
+/// how many matched in all.
+pub fn find_topics(sorted: &[Name], needle: &str, limit: usize) -> (Vec<Name>, usize) {
+    let needle = needle.to_ascii_lowercase();
+    let mut found = Vec::new();
+    let mut total = 0;
+    for name in sorted {
+        if name.to_ascii_lowercase().contains(&needle) {
+            total += 1;
+            if found.len() < limit {
+                found.push(name.clone());
+            }
+        }
+    }
+    (found, total)
 }
 
 #[cfg(test)]
@@ -263,10 +273,12 @@ mod tests {
             &body(1, &names),
             Instant::now(),
         );
-        let (found, total) = t.find_topics("order", 2);
+        let mut sorted = t.topic_names();
+        sorted.sort_unstable();
+        let (found, total) = find_topics(&sorted, "order", 2);
         assert_eq!(total, 3);
         let found: Vec<&str> = found.iter().map(|n| &**n).collect();
         assert_eq!(found, ["ORDER_X", "OrderTopic"]);
-        assert_eq!(t.find_topics("", 10).1, 4);
+        assert_eq!(find_topics(&sorted, "", 10).1, 4);
     }
 }
