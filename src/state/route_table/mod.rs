@@ -134,6 +134,9 @@ pub struct Applied {
 /// Java's `BrokerLiveInfo`: when a broker was last heard from, and on which connection.
 #[derive(Debug, Clone)]
 pub struct BrokerLive {
+    /// The registration that put it in the live set (kept by its later registrations):
+    /// eviction protection counts only brokers heard from over a while.
+    pub first_heard: Instant,
     /// Last REGISTER_BROKER, QUERY_DATA_VERSION or BROKER_HEARTBEAT.
     pub last_update: Instant,
     /// How long the broker may stay silent (120 s unless it declared its own).
@@ -158,6 +161,7 @@ impl BrokerLive {
     /// What the expiry rules judge it by (its silence: see [`Heard::due`]).
     pub fn heard(&self) -> Heard {
         Heard {
+            first: self.first_heard,
             last: self.last_update,
             timeout: self.timeout,
             idled_out: self.idled_out,

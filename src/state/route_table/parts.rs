@@ -160,6 +160,8 @@ impl RouteTable {
                 continue;
             };
             let live = BrokerLive {
+                // Its history before the snapshot is not kept: it starts again here.
+                first_heard: last_update,
                 last_update,
                 timeout: part.timeout,
                 data_version: part.data_version,

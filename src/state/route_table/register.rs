@@ -411,11 +411,9 @@ impl RouteTable {
             .map_or(DEFAULT_BROKER_TIMEOUT, |ms| {
                 Duration::from_millis(ms.max(0) as u64)
             });
-        let previous_table = self
-            .live
-            .get(&key)
-            .and_then(|l| l.applied)
-            .and_then(|a| a.table);
+        let previous = self.live.get(&key);
+        let first_heard = previous.map_or(now, |l| l.first_heard);
+        let previous_table = previous.and_then(|l| l.applied).and_then(|a| a.table);
         let (digest, table, filters) = match input {
             BodyInput::Decoded { body, digest } => (
                 digest,
@@ -431,6 +429,7 @@ impl RouteTable {
         self.live.insert(
             key.clone(),
             BrokerLive {
+                first_heard,
                 last_update: now,
                 timeout,
                 data_version: plan.data_version,
