@@ -169,7 +169,7 @@ fn address_rules_are_refused_at_start_while_anyone_may_send_a_proxy_header() {
         let mut s = settings(mode, &path);
         for anyone in ["*", "10.9.9.9;*.*.*.*"] {
             s.proxy_protocol_allowed_addresses = anyone.into();
-            let err = Gate::load(&s).err().expect("refused").to_string();
+            let err = Gate::load(&s).expect_err("refused").to_string();
             for word in ["proxyProtocolAllowedAddresses", rule, "acl.yml"] {
                 assert!(err.contains(word), "{err}");
             }
