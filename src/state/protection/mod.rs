@@ -16,9 +16,9 @@
 //!   period (several scans); counting the ones already halfway there lets the first scan see
 //!   the mass expiry before it has evicted a third of the cluster;
 //! - only brokers with **history** count, because a registration is all it takes to appear
-//!   in the live set: a silent broker counts if it had been heard from over more than
+//!   in the live set: a silent broker counts if it had been heard from over at least
 //!   `history` (two scans) before it fell silent, and a broker still heartbeating counts if
-//!   it had been heard from over more than `history` before the silence began (the earliest
+//!   it had been heard from over at least `history` before the silence began (the earliest
 //!   last heartbeat among the silent brokers that count). So brokers registered once and
 //!   left silent neither raise a hold nor are held, and brokers that appear while the
 //!   cluster is silent cannot dilute the silence into a normal expiry;
