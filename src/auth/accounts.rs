@@ -55,6 +55,20 @@ pub enum LoadError {
         /// What is wrong.
         message: String,
     },
+    /// The file has address rules while any peer may send a PROXY header: any client could
+    /// claim an address the rules trust ([`super::trust`]).
+    #[error(
+        "accounts file {path}: its address rules ({rules}) cannot be trusted while \
+         proxyProtocolAllowedAddresses=* lets any client claim any address in a PROXY header \
+         (authMode is not off): set proxyProtocolAllowedAddresses to your proxies' addresses, \
+         or empty to refuse PROXY headers"
+    )]
+    ProxyTrust {
+        /// The file.
+        path: String,
+        /// The keys of the rules it has (`globalWhiteRemoteAddresses`, `whiteRemoteAddress`).
+        rules: String,
+    },
 }
 
 #[derive(Deserialize)]

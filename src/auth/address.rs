@@ -117,6 +117,11 @@ impl AddressPattern {
         Ok(pattern)
     }
 
+    /// Whether it matches every address (`*`, `*.*.*.*`, `*:*:*:*:*:*:*:*`).
+    pub fn is_any(&self) -> bool {
+        self.any
+    }
+
     /// Whether `ip` matches. IPv4 addresses seen through an IPv6 socket (`::ffff:a.b.c.d`) are
     /// matched as IPv4.
     pub fn matches(&self, ip: IpAddr) -> bool {

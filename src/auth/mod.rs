@@ -20,6 +20,7 @@ pub mod address;
 pub mod audit;
 pub mod policy;
 pub mod stats;
+mod trust;
 pub mod watch;
 
 use std::net::{IpAddr, SocketAddr};
@@ -58,6 +59,8 @@ struct Shared {
     audit_budget: Mutex<LineBudget>,
     /// The file's fingerprint at the last load attempt (the watcher reloads when it changes).
     seen: Mutex<Option<Fingerprint>>,
+    /// Any peer may send a PROXY header: accounts with address rules are refused ([`trust`]).
+    proxy_from_anyone: bool,
 }
 
 impl std::fmt::Debug for Gate {
@@ -87,6 +90,8 @@ impl Gate {
         let path = PathBuf::from(&settings.auth_config_path);
         let seen = watch::fingerprint(&path);
         let policy = accounts::load(&path)?;
+        let proxy_from_anyone = trust::proxy_from_anyone(settings);
+        trust::check(proxy_from_anyone, &policy, &path)?;
         watch::warn_if_exposed(&path);
         let required: Vec<&str> = RequestClass::ALL
             .into_iter()
@@ -108,6 +113,7 @@ impl Gate {
             refusal_log: Mutex::new(RefusalLog::default()),
             audit_budget: Mutex::new(LineBudget::new(AUDIT_PER_WINDOW)),
             seen: Mutex::new(seen),
+            proxy_from_anyone,
         }))))
     }
 
@@ -242,7 +248,9 @@ impl Shared {
     /// Loads the file and swaps the accounts in; on failure logs and keeps the old ones.
     fn reload(&self, why: &str) -> bool {
         *self.seen.lock() = watch::fingerprint(&self.path);
-        match accounts::load(&self.path) {
+        let loaded = accounts::load(&self.path)
+            .and_then(|p| trust::check(self.proxy_from_anyone, &p, &self.path).map(|()| p));
+        match loaded {
             Ok(policy) => {
                 watch::warn_if_exposed(&self.path);
                 tracing::info!(

@@ -134,6 +134,23 @@ impl Policy {
         self.signature_required[class.index()]
     }
 
+    /// The keys of the address rules this policy has: `globalWhiteRemoteAddresses` (when it
+    /// lists a pattern) and `whiteRemoteAddress` (when an account sets one).
+    pub fn address_rules(&self) -> Vec<&'static str> {
+        let mut rules = Vec::new();
+        if !self.global_white_remote_addresses.is_empty() {
+            rules.push("globalWhiteRemoteAddresses");
+        }
+        if self
+            .accounts
+            .values()
+            .any(|a| a.white_remote_address.is_some())
+        {
+            rules.push("whiteRemoteAddress");
+        }
+        rules
+    }
+
     /// Number of accounts.
     pub fn account_count(&self) -> usize {
         self.accounts.len()

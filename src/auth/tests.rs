@@ -152,6 +152,61 @@ fn a_broken_reload_keeps_the_previous_accounts() {
     assert_eq!((stats.reloads, stats.reload_failures), (1, 2));
 }
 
+/// Unsigned broker requests refused, except (in `WHITE`) from 10.0.1.*.
+const BROKERS_SIGN: &str = "signatureRequired: [broker, admin]\naccounts:\n  - {accessKey: rocketmq2, secretKey: '12345678', admin: true}\n";
+const WHITE: &str = "signatureRequired: [broker, admin]\nglobalWhiteRemoteAddresses: [10.0.1.*]\naccounts:\n  - {accessKey: rocketmq2, secretKey: '12345678', admin: true}\n";
+const PINNED: &str = "accounts:\n  - {accessKey: pinned01, secretKey: '12345678', admin: true, whiteRemoteAddress: 10.0.0.*}\n";
+
+#[test]
+fn address_rules_are_refused_at_start_while_anyone_may_send_a_proxy_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("acl.yml");
+    for (mode, text, rule) in [
+        (AuthMode::Enforce, WHITE, "globalWhiteRemoteAddresses"),
+        (AuthMode::Audit, PINNED, "whiteRemoteAddress"),
+    ] {
+        std::fs::write(&path, text).unwrap();
+        let mut s = settings(mode, &path);
+        for anyone in ["*", "10.9.9.9;*.*.*.*"] {
+            s.proxy_protocol_allowed_addresses = anyone.into();
+            let err = Gate::load(&s).expect_err("refused").to_string();
+            for word in ["proxyProtocolAllowedAddresses", rule, "acl.yml"] {
+                assert!(err.contains(word), "{err}");
+            }
+        }
+        // Headers from the proxies only, or from nobody: the rules mean what they say.
+        for limited in ["127.0.0.1;10.9.9.*", ""] {
+            s.proxy_protocol_allowed_addresses = limited.into();
+            Gate::load(&s).unwrap();
+        }
+        s.auth_mode = AuthMode::Off;
+        s.proxy_protocol_allowed_addresses = "*".into();
+        Gate::load(&s).unwrap();
+    }
+    // No address rule, nothing to claim.
+    std::fs::write(&path, BROKERS_SIGN).unwrap();
+    Gate::load(&settings(AuthMode::Enforce, &path)).unwrap();
+}
+
+#[test]
+fn a_reload_that_adds_address_rules_while_anyone_may_send_a_proxy_header_is_refused() {
+    let (gate, dir) = gate(AuthMode::Enforce, BROKERS_SIGN);
+    let register = RemotingCommand::request(rc::REGISTER_BROKER, 1);
+    // The address a PROXY header from anyone may claim.
+    let claimed: SocketAddr = "10.0.1.7:40000".parse().unwrap();
+    assert!(gate.admit(&register, claimed).is_err());
+    std::fs::write(dir.path().join("acl.yml"), WHITE).unwrap();
+    assert!(!gate.reload(), "refused, the previous accounts kept");
+    assert!(gate.admit(&register, claimed).is_err());
+    assert_eq!(gate.stats().unwrap().reload_failures, 1);
+    // With headers limited to the proxies, the same file loads.
+    let path = dir.path().join("acl.yml");
+    let mut s = settings(AuthMode::Enforce, &path);
+    s.proxy_protocol_allowed_addresses = "127.0.0.1".into();
+    let limited = Gate::load(&s).unwrap();
+    assert!(limited.admit(&register, claimed).is_ok());
+}
+
 /// Lets the watcher task run until it is idle again.
 async fn settle() {
     for _ in 0..10 {

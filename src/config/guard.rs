@@ -4,6 +4,11 @@
 //!
 //! - Keys listed in `startupOnlyConfigKeys` (by default this server's limits) are set in the
 //!   file only.
+//! - Keys that decide where clients are sent or whether this server says it is ready
+//!   ([`STEERING_KEYS`]) are set in the file only unless `authMode=enforce`: with `off` or
+//!   `audit` anyone who reaches the port could otherwise point every address-server client at
+//!   their own name server, or keep `/readyz` failing. A reload of the file (SIGHUP) still
+//!   applies them: the file is the operator's.
 //! - Keys and values may not contain control characters: GET_NAMESRV_CONFIG prints values
 //!   raw, as Java does, so a newline would show as a key of its own.
 //! - A new `bindAddress` must resolve to an address of this host, and a new `listenPort` must
@@ -13,13 +18,29 @@
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 
-use super::{Config, UpdateError};
+use super::{AuthMode, Config, UpdateError};
 
 /// This server's limits, which only the config file sets unless the operator says otherwise.
 pub const DEFAULT_STARTUP_ONLY_KEYS: &str = "frameMaxLength;maxConnections;maxQueuedResponseBytes;maxBufferedBytes;maxKvValueBytes;maxKvTotalBytes";
 
 /// The key that lists the start-up-only keys; always start-up-only itself.
 pub const STARTUP_ONLY_KEYS: &str = "startupOnlyConfigKeys";
+
+/// Keys that send clients elsewhere (`httpNsaddrList`, the peers), decide whether this server
+/// is ready (`/readyz`, route lookups) or which silent brokers routes keep naming: refused
+/// over UPDATE_NAMESRV_CONFIG unless `authMode=enforce`, where only a signed admin sends it.
+pub const STEERING_KEYS: &[&str] = &[
+    "httpNsaddrList",
+    "httpReadyMinLiveBrokers",
+    "namesrvPeers",
+    "peerCheckIntervalMillis",
+    "needWaitForService",
+    "waitSecondsForService",
+    "evictionProtection",
+    "evictionProtectionThresholdPercent",
+    "evictionProtectionMinBrokers",
+    "evictionProtectionMaxHoldMillis",
+];
 
 fn refused(key: &str, reason: impl Into<String>) -> UpdateError {
     UpdateError::Refused {
@@ -44,7 +65,10 @@ pub(super) fn check_request(
         if key == STARTUP_ONLY_KEYS
             || super::java_split(&config.settings.startup_only_config_keys, ';').any(|k| k == key)
         {
-            return Err(UpdateError::StartupOnly { key: key.clone() });
+            return Err(UpdateError::StartupOnly {
+                key: key.clone(),
+                unless: "startupOnlyConfigKeys",
+            });
         }
         if let Some(c) = control_char(key) {
             return Err(refused(
@@ -60,6 +84,24 @@ pub(super) fn check_request(
         }
     }
     Ok(())
+}
+
+/// Refuses [`STEERING_KEYS`] in a request unless `authMode=enforce`, where the gate has
+/// already checked the sender's admin signature.
+pub(super) fn check_sender(config: &Config, props: &[(String, String)]) -> Result<(), UpdateError> {
+    if config.settings.auth_mode == AuthMode::Enforce {
+        return Ok(());
+    }
+    match props
+        .iter()
+        .find(|(k, _)| STEERING_KEYS.contains(&k.as_str()))
+    {
+        Some((key, _)) => Err(UpdateError::StartupOnly {
+            key: key.clone(),
+            unless: "unless authMode=enforce",
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Checks that the address and port `next` would bind at the next start can be bound here,
@@ -141,6 +183,47 @@ mod tests {
         check_request(&open, &props("frameMaxLength=2097152")).unwrap();
         assert!(check_request(&open, &props("maxConnections=100")).is_err());
         assert!(check_request(&open, &props("startupOnlyConfigKeys=")).is_err());
+    }
+
+    #[test]
+    fn steering_keys_are_refused_to_clients_unless_auth_is_enforced() {
+        let dir = tempfile::tempdir().unwrap();
+        let accounts = dir.path().join("acl.yml");
+        for (mode, open) in [("off", false), ("audit", false), ("enforce", true)] {
+            let mut c = config(&format!(
+                "authMode={mode}\nauthConfigPath={}",
+                accounts.display()
+            ));
+            for key in STEERING_KEYS {
+                let value = c.settings.get(key).unwrap();
+                let update = props(&format!("orderMessageEnable=true\n{key}={value}"));
+                match c.clone().update_from_request(&update) {
+                    Ok(_) => assert!(open, "{mode}: {key} accepted"),
+                    Err(e) => {
+                        assert!(!open, "{mode}: {key}: {e}");
+                        assert_eq!(
+                            e.to_string(),
+                            format!(
+                                "{key} is set at start-up only (unless authMode=enforce): change it in the config file and restart"
+                            )
+                        );
+                    }
+                }
+                // The file is the operator's: a reload applies them whatever the mode.
+                c.clone().update(&update).unwrap();
+            }
+            let redirect = props("httpNsaddrList=6.6.6.6:9876");
+            assert_eq!(c.update_from_request(&redirect).is_ok(), open, "{mode}");
+            assert_eq!(c.settings.http_nsaddr_list.is_empty(), !open, "{mode}");
+        }
+        // Other live keys stay live for everyone, as in Java.
+        let mut c = config("");
+        c.update_from_request(&props("orderMessageEnable=true"))
+            .unwrap();
+        assert!(matches!(
+            c.update_from_request(&props("kvConfigPath=/x")),
+            Err(UpdateError::BlackListed)
+        ));
     }
 
     #[test]

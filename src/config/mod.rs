@@ -14,6 +14,7 @@ pub mod settings;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+pub use guard::STEERING_KEYS;
 pub use settings::{Apply, AuthMode, Env, Group, Settings};
 
 /// Why the configuration could not be loaded.
@@ -55,13 +56,14 @@ pub enum UpdateError {
     /// A black-listed key was present.
     #[error("Can not update config in black list.")]
     BlackListed,
-    /// A key only the config file may set (`startupOnlyConfigKeys`).
-    #[error(
-        "{key} is set at start-up only (startupOnlyConfigKeys): change it in the config file and restart"
-    )]
+    /// A key only the config file may set (`startupOnlyConfigKeys`, or a steering key while
+    /// `authMode` is not `enforce`).
+    #[error("{key} is set at start-up only ({unless}): change it in the config file and restart")]
     StartupOnly {
         /// The key.
         key: String,
+        /// What makes it so: `startupOnlyConfigKeys`, or the condition that would lift it.
+        unless: &'static str,
     },
     /// A value that parses but would break the next start or not read back as written.
     #[error("{key}: {reason}")]
@@ -249,6 +251,20 @@ impl Config {
                 .or_insert_with(|| self.settings.get(info.name).unwrap_or_default());
         }
         all
+    }
+
+    /// Applies UPDATE_NAMESRV_CONFIG properties sent by a client: [`Config::update`], after
+    /// refusing the keys that decide where clients are sent or whether this server is ready
+    /// unless `authMode=enforce` ([`STEERING_KEYS`]).
+    pub fn update_from_request(
+        &mut self,
+        props: &[(String, String)],
+    ) -> Result<Vec<String>, UpdateError> {
+        if props.iter().any(|(k, _)| self.black_list.contains(k)) {
+            return Err(UpdateError::BlackListed);
+        }
+        guard::check_sender(self, props)?;
+        self.update(props)
     }
 
     /// Applies UPDATE_NAMESRV_CONFIG properties. All-or-nothing: a black-listed key or a bad

@@ -4,9 +4,11 @@
 //! The file is read and validated whole first; a file that does not read or parse changes
 //! nothing (the error names the file, the key and the value). The changes are then applied
 //! through [`Config::update`], the path of UPDATE_NAMESRV_CONFIG, so that a reload refuses
-//! exactly what that request refuses; keys on the update black list are not applied (they are
-//! named), and neither are keys that only take effect at a restart (named too): the running
-//! configuration keeps saying what the server actually does.
+//! what that request refuses, except the keys only a client is refused
+//! ([`super::STEERING_KEYS`] while `authMode` is not `enforce`): the file is the operator's.
+//! Keys on the update black list are not applied (they are named), and neither are keys that
+//! only take effect at a restart (named too): the running configuration keeps saying what the
+//! server actually does.
 
 use super::{Apply, Config, ConfigError, Settings};
 

@@ -22,7 +22,8 @@ pub fn get_config(ctx: &mut Context<'_>, _req: &RemotingCommand) -> HandlerResul
     Ok(RemotingCommand::success().with_body(text.into_bytes()))
 }
 
-/// UPDATE_NAMESRV_CONFIG: refuses black-listed and start-up-only keys (`NO_PERMISSION`) and
+/// UPDATE_NAMESRV_CONFIG: refuses black-listed and start-up-only keys (`NO_PERMISSION`; the
+/// keys that steer clients too, unless `authMode=enforce`) and
 /// anything the next start could not use (`SYSTEM_ERROR`, the remark naming the key and the
 /// reason), applies the rest all-or-nothing, persists to `configStorePath` before answering,
 /// and notes keys that need a restart. Runs off the runtime's workers (it may bind sockets).
@@ -40,7 +41,7 @@ pub fn update_config(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerRes
     let outcome = ctx.state.update_config(
         |config| {
             let current = config.clone();
-            let restart = config.update(&props)?;
+            let restart = config.update_from_request(&props)?;
             current.check_startable(config)?;
             Ok(restart)
         },

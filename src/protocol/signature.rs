@@ -7,6 +7,14 @@
 //! `Base64(HMAC-SHA1(secret, content))` into [`SIGNATURE`]. The rule works on decoded strings,
 //! so it is the same for JSON and ROCKETMQ headers. Nothing here performs I/O or knows about
 //! accounts or policy.
+//!
+//! The values are concatenated without separators, so whoever captures a signed request can
+//! move characters between fields that are neighbours in key order and keep the signature
+//! valid: `haServerAddr=…:10912` plus `heartbeatTimeoutMillis=120000` becomes `…:` plus
+//! `10912120000`. Java shares this, and clients sign this way, so it cannot change here. The
+//! mitigations: TLS, so that signed requests cannot be captured; and values bounded where
+//! they are used, so a re-split one is refused or harmless (a broker timeout is capped at
+//! [`crate::state::route_table::MAX_BROKER_TIMEOUT`]).
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;

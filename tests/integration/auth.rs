@@ -38,8 +38,9 @@ async fn start(mode: &str, accounts: &str) -> AuthServer {
     let dir = tempfile::tempdir().unwrap();
     let acl = dir.path().join("acl.yml");
     std::fs::write(&acl, accounts).unwrap();
+    // No PROXY headers: with them from anyone, the accounts' address rules are refused.
     let server = TestServer::with_properties(&format!(
-        "authMode={mode}\nauthConfigPath={}\n",
+        "authMode={mode}\nauthConfigPath={}\nproxyProtocolAllowedAddresses=\n",
         acl.display()
     ))
     .await;

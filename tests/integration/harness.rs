@@ -523,3 +523,17 @@ pub async fn update_config(client: &mut TestClient, properties: &str) -> Remotin
         )
         .await
 }
+
+/// Applies `properties` to `server`'s configuration as a reload of its file (SIGHUP) does:
+/// the operator's way to change the keys UPDATE_NAMESRV_CONFIG refuses to clients unless
+/// `authMode=enforce` (`namesrv::config::STEERING_KEYS`).
+pub fn apply_config(server: &TestServer, properties: &str) {
+    let props = namesrv::config::properties::parse(properties).unwrap();
+    server
+        .state
+        .update_config(
+            |c| c.update(&props).map(drop),
+            |_| Ok::<_, namesrv::config::UpdateError>(()),
+        )
+        .unwrap_or_else(|e| panic!("{properties:?}: {e}"));
+}

@@ -4,10 +4,11 @@
 use std::time::Duration;
 
 use namesrv::protocol::code::request as rc;
+use namesrv::protocol::code::response;
 
 use crate::harness::{
-    HttpResponse, Options, TestClient, TestServer, body_text, http_request, http_request_with,
-    register, route, update_config,
+    HttpResponse, Options, TestClient, TestServer, apply_config, body_text, http_request,
+    http_request_with, register, route, update_config,
 };
 
 async fn server_with(properties: &str) -> TestServer {
@@ -71,10 +72,12 @@ async fn health_and_the_readiness_gate() {
     assert!(resp.body.contains("needWaitForService"), "{}", resp.body);
     let metrics = ok(&server, "/metrics").await.body;
     assert_eq!(metrics_value(&metrics, "namesrv_ready"), 0.0);
-    // The gate is live configuration: lifting it makes the server ready at once.
+    // The gate is live configuration (from the file, as clients may not change it unless
+    // authMode=enforce): lifting it makes the server ready at once.
     let mut client = server.client().await;
     let update = update_config(&mut client, "needWaitForService=false").await;
-    assert_eq!(update.code, 0);
+    assert_eq!(update.code, response::NO_PERMISSION, "{:?}", update.remark);
+    apply_config(&server, "needWaitForService=false");
     assert_eq!(ok(&server, "/readyz").await.body, "ready\n");
     let metrics = ok(&server, "/metrics").await.body;
     assert_eq!(metrics_value(&metrics, "namesrv_ready"), 1.0);
@@ -293,17 +296,17 @@ async fn the_address_server_answers_every_subgroup() {
                 .starts_with("text/plain")
         );
     }
-    // The list is live configuration, validated like every key.
-    let mut client = server.client().await;
-    let update = update_config(&mut client, "httpNsaddrList=10.0.0.1:9876; 10.0.0.2:9876").await;
-    assert_eq!(update.code, 0, "{:?}", update.remark);
+    // The list is live configuration from the file (clients may not change it unless
+    // authMode=enforce), validated like every key.
+    apply_config(&server, "httpNsaddrList=10.0.0.1:9876; 10.0.0.2:9876");
     assert_eq!(
         ok(&server, "/rocketmq/nsaddr").await.body,
         "10.0.0.1:9876;10.0.0.2:9876"
     );
-    let bad = update_config(&mut client, "httpNsaddrList=nohost").await;
-    assert_eq!(bad.code, 1);
-    assert!(bad.remark.unwrap().contains("httpNsaddrList"));
+    let props = namesrv::config::properties::parse("httpNsaddrList=nohost").unwrap();
+    let mut config = server.state.config().clone();
+    let bad = config.update(&props).unwrap_err();
+    assert!(bad.to_string().contains("httpNsaddrList"), "{bad}");
     assert_eq!(
         ok(&server, "/rocketmq/nsaddr").await.body,
         "10.0.0.1:9876;10.0.0.2:9876"

@@ -107,7 +107,7 @@ async fn kv_table_and_config_survive_a_restart() {
         .call(
             request::UPDATE_NAMESRV_CONFIG,
             &[],
-            Some(b"orderMessageEnable=true\nwaitSecondsForService=7"),
+            Some(b"orderMessageEnable=true\nsupportActingMaster=true"),
         )
         .await;
     assert_eq!(upd.code, 0);
@@ -125,7 +125,7 @@ async fn kv_table_and_config_survive_a_restart() {
     assert_eq!(get.ext("value"), Some("b:4"));
     let cfg = body_text(&c.call(request::GET_NAMESRV_CONFIG, &[], None).await);
     assert!(
-        cfg.contains("orderMessageEnable=true\n") && cfg.contains("waitSecondsForService=7\n"),
+        cfg.contains("orderMessageEnable=true\n") && cfg.contains("supportActingMaster=true\n"),
         "{cfg}"
     );
 }

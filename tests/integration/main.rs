@@ -18,6 +18,7 @@ mod crash;
 mod deploy;
 mod ext_fields;
 mod go_away;
+mod hardening_config;
 mod hardening_http;
 mod hardening_logs;
 mod http;

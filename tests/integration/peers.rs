@@ -12,16 +12,14 @@ use namesrv::state::peering::{Difference, PeerReport};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::harness::{Options, TestClient, TestServer, body_text, register, update_config};
+use crate::harness::{Options, TestClient, TestServer, apply_config, body_text, register};
 
 const PROPS: &str =
     "peerCheckIntervalMillis=200\npeerDivergenceAfterMillis=600\nserverChannelMaxIdleTimeSeconds=0";
 
 async fn set_peers(server: &TestServer, peers: &[SocketAddr]) {
     let list: Vec<String> = peers.iter().map(ToString::to_string).collect();
-    let body = format!("namesrvPeers={}", list.join(";"));
-    let resp = update_config(&mut server.client().await, &body).await;
-    assert_eq!(resp.code, 0, "{:?}", resp.remark);
+    apply_config(server, &format!("namesrvPeers={}", list.join(";")));
 }
 
 /// Waits (boundedly) until `server`'s report satisfies `done`.

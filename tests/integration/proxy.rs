@@ -24,8 +24,9 @@ async fn start(extra: &str) -> (TestServer, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let acl = dir.path().join("acl.yml");
     std::fs::write(&acl, ACCOUNTS).unwrap();
+    // The tests' proxy is this host; `extra` may list others instead.
     let server = TestServer::with_properties(&format!(
-        "authMode=enforce\nauthConfigPath={}\n{extra}",
+        "authMode=enforce\nauthConfigPath={}\nproxyProtocolAllowedAddresses=127.0.0.1\n{extra}",
         acl.display()
     ))
     .await;

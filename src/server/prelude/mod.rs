@@ -102,6 +102,11 @@ impl AllowList {
     pub fn allows(&self, ip: std::net::IpAddr) -> bool {
         self.0.iter().any(|p| p.matches(ip))
     }
+
+    /// Whether every peer may send a PROXY header (a `*` pattern).
+    pub fn admits_everyone(&self) -> bool {
+        self.0.iter().any(AddressPattern::is_any)
+    }
 }
 
 /// Decides, per connection, PROXY and TLS. Cheap to clone.

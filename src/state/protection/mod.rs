@@ -15,14 +15,23 @@
 //!   at staggered moments, so a network loss makes them come due over a whole heartbeat
 //!   period (several scans); counting the ones already halfway there lets the first scan see
 //!   the mass expiry before it has evicted a third of the cluster;
-//! - when at least `min_brokers` are live and more than `threshold_percent` of them are
-//!   silent, due brokers are **held** (kept, routes served) instead of evicted — except those
-//!   silent past their timeout plus `max_hold`, which go anyway;
+//! - only brokers with **history** count, because a registration is all it takes to appear
+//!   in the live set: a silent broker counts if it had been heard from over at least
+//!   `history` (two scans) before it fell silent, and a broker still heartbeating counts if
+//!   it had been heard from over at least `history` before the silence began (the earliest
+//!   last heartbeat among the silent brokers that count). So brokers registered once and
+//!   left silent neither raise a hold nor are held, and brokers that appear while the
+//!   cluster is silent cannot dilute the silence into a normal expiry;
+//! - when at least `min_brokers` count and more than `threshold_percent` of them are
+//!   silent, the due brokers that count are **held** (kept, routes served) instead of
+//!   evicted — except those silent past their timeout plus `max_hold`, which go anyway. A
+//!   hold keeps only brokers that count: registering more adds none to it;
 //! - otherwise every due broker is evicted, exactly as Java does.
 //!
 //! Every input is a broker's own heartbeat time, never "when this process first saw it", so
-//! brokers restored from elsewhere are judged the same way, and no broker is ever kept
-//! longer than its timeout plus `max_hold` (checked at every scan).
+//! brokers restored from elsewhere are judged the same way (a restored broker's history
+//! starts at its restored heartbeat), and no broker is ever kept longer than its timeout
+//! plus `max_hold` (checked at every scan).
 
 #[cfg(test)]
 mod tests;
@@ -32,7 +41,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::route_table::BrokerAddr;
+use super::route_table::{BrokerAddr, DEFAULT_BROKER_TIMEOUT};
 use crate::config::Settings;
 
 /// A live broker as the route table hands it to [`decide`]: its key and its last heartbeat.
@@ -52,6 +61,9 @@ pub struct Policy {
     pub min_brokers: usize,
     /// `evictionProtectionMaxHoldMillis`: the longest a broker is kept past its timeout.
     pub max_hold: Duration,
+    /// How long a broker must have been heard from to count: two scan intervals, at most the
+    /// default broker timeout.
+    pub history: Duration,
 }
 
 impl Policy {
@@ -61,6 +73,7 @@ impl Policy {
         threshold_percent: 50,
         min_brokers: 3,
         max_hold: Duration::ZERO,
+        history: Duration::ZERO,
     };
 
     /// The policy the settings describe (they are validated, so every value is in range).
@@ -70,6 +83,9 @@ impl Policy {
             threshold_percent: s.eviction_protection_threshold_percent.clamp(1, 99) as u32,
             min_brokers: s.eviction_protection_min_brokers.max(1) as usize,
             max_hold: Duration::from_millis(s.eviction_protection_max_hold_millis.max(0) as u64),
+            history: Duration::from_millis(s.scan_not_active_broker_interval.max(0) as u64)
+                .saturating_mul(2)
+                .min(DEFAULT_BROKER_TIMEOUT),
         }
     }
 
@@ -84,6 +100,8 @@ impl Policy {
 /// What the rule needs to know about one live broker.
 #[derive(Debug, Clone, Copy)]
 pub struct Heard {
+    /// When it was first heard from (the registration that put it in the live set).
+    pub first: Instant,
     /// Its last heartbeat (registration, data-version query or heartbeat).
     pub last: Instant,
     /// How long it may stay silent.
@@ -110,6 +128,16 @@ impl Heard {
             .is_some_and(|limit| self.past(now, limit))
     }
 
+    /// Whether it had been heard from over at least `span` by its last heartbeat.
+    pub fn has_history(&self, span: Duration) -> bool {
+        self.last.saturating_duration_since(self.first) >= span
+    }
+
+    /// Whether it had been heard from over at least `span` by `then`.
+    fn heard_over_by(&self, span: Duration, then: Instant) -> bool {
+        self.first.checked_add(span).is_some_and(|t| t <= then)
+    }
+
     /// `last + span < now`; a span too large for the clock never passes (as Java's timeout).
     fn past(&self, now: Instant, span: Duration) -> bool {
         self.last
@@ -125,9 +153,9 @@ pub struct Decision<K> {
     pub evict: Vec<K>,
     /// Due brokers kept because a mass expiry is under way.
     pub hold: Vec<K>,
-    /// Every silent broker (due ones included).
+    /// Every silent broker that counts (due ones included).
     pub silent: Vec<K>,
-    /// How many brokers the live set had.
+    /// How many brokers of the live set count (see the module's rule).
     pub live: usize,
     /// Whether the mass-expiry rule was in force (then `evict` holds only overdue brokers).
     pub protecting: bool,
@@ -152,22 +180,37 @@ pub fn decide<K: Clone>(
     now: Instant,
     live: impl IntoIterator<Item = (K, Heard)>,
 ) -> Decision<K> {
+    let brokers: Vec<(K, Heard)> = live.into_iter().collect();
+    let counted_silent = |h: &Heard| h.silent(now) && h.has_history(policy.history);
+    // When the silence began: the earliest last heartbeat of a silent broker that counts.
+    let began = brokers
+        .iter()
+        .filter(|(_, h)| counted_silent(h))
+        .map(|(_, h)| h.last)
+        .min();
     let mut due = Vec::new();
     let mut silent = Vec::new();
     let mut count = 0;
-    for (key, heard) in live {
-        count += 1;
-        if heard.silent(now) {
-            silent.push(key.clone());
+    for (key, heard) in brokers {
+        let counts = if heard.silent(now) {
+            counted_silent(&heard)
+        } else {
+            began.is_some_and(|b| heard.heard_over_by(policy.history, b))
+        };
+        if counts {
+            count += 1;
+            if heard.silent(now) {
+                silent.push(key.clone());
+            }
         }
         if heard.due(now) {
-            due.push((key, heard));
+            due.push((key, heard, counts));
         }
     }
     let protecting = !due.is_empty() && policy.holds(count, silent.len());
     let (mut evict, mut hold) = (Vec::new(), Vec::new());
-    for (key, heard) in due {
-        if protecting && !heard.overdue(now, policy.max_hold) {
+    for (key, heard, counts) in due {
+        if protecting && counts && !heard.overdue(now, policy.max_hold) {
             hold.push(key);
         } else {
             evict.push(key);

@@ -26,6 +26,7 @@ fn heard(now: Instant, ago: &[u64]) -> Vec<(usize, Heard)> {
             (
                 i,
                 Heard {
+                    first: now - 60 * MIN,
                     last: now - Duration::from_secs(secs),
                     timeout: TIMEOUT,
                     idled_out: false,
@@ -44,6 +45,7 @@ fn defaults_are_on_half_three_brokers_and_ten_minutes() {
             threshold_percent: 50,
             min_brokers: 3,
             max_hold: 10 * MIN,
+            history: Duration::from_secs(20),
         }
     );
 }
@@ -73,6 +75,7 @@ fn holds_only_more_than_the_share_of_enough_brokers() {
 fn due_silent_and_overdue_are_strictly_after_their_deadlines() {
     let now = Instant::now() + 3 * 60 * MIN;
     let at = |ago: u64| Heard {
+        first: now - 60 * MIN,
         last: now - Duration::from_secs(ago),
         timeout: TIMEOUT,
         idled_out: false,
@@ -151,6 +154,46 @@ fn overdue_brokers_go_even_while_the_rest_are_held() {
 }
 
 #[test]
+fn brokers_without_history_neither_count_nor_are_held() {
+    let now = Instant::now() + 60 * MIN;
+    // Three brokers heard from for an hour, one of them silent; ten registered once, 130 s
+    // ago, and silent since.
+    let mut live = heard(now, &[0, 0, 130]);
+    for i in 3..13 {
+        let last = now - Duration::from_secs(130);
+        let once = Heard {
+            first: last,
+            last,
+            timeout: TIMEOUT,
+            idled_out: false,
+        };
+        live.push((i, once));
+    }
+    let d = decide(&on(), now, live.clone());
+    assert!(!d.protecting, "1 of 3 with history is silent");
+    assert_eq!((d.silent, d.live), (vec![2], 3));
+    assert_eq!(d.evict, (2..13).collect::<Vec<_>>());
+    // Newcomers heartbeating since the silence began do not count either: 1 of 1 silent.
+    let mut newcomers = heard(now, &[130]);
+    for i in 1..11 {
+        let fresh = Heard {
+            first: now - Duration::from_secs(100),
+            last: now,
+            timeout: TIMEOUT,
+            idled_out: false,
+        };
+        newcomers.push((i, fresh));
+    }
+    let small = Policy {
+        min_brokers: 1,
+        ..on()
+    };
+    let d = decide(&small, now, newcomers);
+    assert!(d.protecting);
+    assert_eq!((d.hold, d.live), (vec![0], 1));
+}
+
+#[test]
 fn protection_off_or_a_small_cluster_is_java() {
     let now = Instant::now() + 60 * MIN;
     let d = decide(&Policy::OFF, now, heard(now, &[130; 10]));
@@ -202,6 +245,7 @@ fn settings_out_of_range_are_refused_and_off_is_off() {
             threshold_percent: 75,
             min_brokers: 5,
             max_hold: Duration::from_secs(30),
+            history: Duration::from_secs(20),
         }
     );
     assert!(!p.holds(10, 10));

@@ -14,12 +14,15 @@ use crate::state::protection::{Policy, ProtectionStatus};
 
 const SEC: Duration = Duration::from_secs(1);
 
+/// Protection on, counting every broker from its registration (no history needed), as the
+/// hold and eviction cases here assume; history is the subject of the `history_is_what_counts` tests.
 fn on() -> Policy {
     Policy {
         enabled: true,
         threshold_percent: 50,
         min_brokers: 3,
         max_hold: Duration::from_secs(600),
+        history: Duration::ZERO,
     }
 }
 
@@ -288,6 +291,86 @@ enum Op {
 
 const TIMEOUTS: [u64; 3] = [10, 60, 120];
 
+/// Protection with the history two 10-second scans give (the defaults).
+fn with_history() -> Policy {
+    Policy {
+        history: 20 * SEC,
+        ..on()
+    }
+}
+
+/// Scans every 10 s over `from..=to` (seconds after `start`), with `each` run before every
+/// scan; returns the brokers evicted, with the second of the scan that evicted them.
+fn scans(
+    t: &mut RouteTable,
+    start: Instant,
+    (from, to): (u64, u64),
+    mut each: impl FnMut(&mut RouteTable, u64),
+) -> Vec<(String, u64)> {
+    let mut gone = Vec::new();
+    for at in (from..=to).step_by(10) {
+        each(t, at);
+        for (key, _) in t.scan(start + Duration::from_secs(at), &with_history()) {
+            gone.push((key.addr.to_string(), at));
+        }
+    }
+    gone
+}
+
+#[test]
+fn history_is_what_counts_registered_and_silent_fakes_hold_nothing() {
+    // Five real brokers heartbeat every 30 s; broker 0 dies after its heartbeat at 30 s; ten
+    // fakes register once at 60 s and say nothing more.
+    let start = Instant::now();
+    let mut t = cluster_of(5, start);
+    let gone = scans(&mut t, start, (10, 200), |t, at| {
+        if at % 30 == 0 {
+            let from = if at <= 30 { 0 } else { 1 };
+            (from..5).for_each(|b| heartbeat(t, b, start + Duration::from_secs(at)));
+        }
+        if at == 60 {
+            (5..15).for_each(|b| {
+                register_broker(t, b, b as u64, None, start + Duration::from_secs(at))
+            });
+        }
+    });
+    // The dead broker goes at the first scan past its timeout, as in Java, not 10 min later.
+    assert_eq!(gone[0], (addr(0), 160));
+    let fakes: Vec<_> = gone.iter().filter(|(_, at)| *at == 190).collect();
+    assert_eq!(fakes.len(), 10, "{gone:?}");
+    assert_eq!(t.protection_status().holds, 0, "no false hold");
+}
+
+#[test]
+fn history_is_what_counts_heartbeating_newcomers_do_not_dilute_a_mass_silence() {
+    // Five real brokers heartbeat every 30 s until 300 s, then fall silent together; ten
+    // fakes register at 300 s and heartbeat every 10 s from then on.
+    let start = Instant::now();
+    let mut t = cluster_of(5, start);
+    let gone = scans(&mut t, start, (10, 900), |t, at| {
+        if at % 30 == 0 && at <= 300 {
+            (0..5).for_each(|b| heartbeat(t, b, start + Duration::from_secs(at)));
+        }
+        if at == 300 {
+            (5..15).for_each(|b| {
+                register_broker(t, b, b as u64, None, start + Duration::from_secs(at))
+            });
+        } else if at > 300 {
+            (5..15).for_each(|b| heartbeat(t, b, start + Duration::from_secs(at)));
+        }
+    });
+    assert!(gone.is_empty(), "{gone:?}");
+    assert!((0..5).all(|b| serves(&t, b)), "the silent brokers are held");
+    let status = t.protection_status();
+    assert_eq!((status.held, status.holds), (5, 1));
+    // The hold still ends: at their timeout plus the maximum hold.
+    let gone = scans(&mut t, start, (910, 1030), |t, at| {
+        (5..15).for_each(|b| heartbeat(t, b, start + Duration::from_secs(at)));
+    });
+    assert_eq!(gone.len(), 5, "{gone:?}");
+    assert!(gone.iter().all(|(_, at)| *at == 1030));
+}
+
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         2 => (0..BROKERS, 0..3usize).prop_map(|(b, t)| Op::Register(b, t)),
@@ -307,18 +390,23 @@ fn policy() -> impl Strategy<Value = Policy> {
         prop_oneof![Just(25u32), Just(50), Just(75)],
         1..6usize,
         prop_oneof![Just(30u64), Just(120), Just(600)],
+        prop_oneof![Just(0u64), Just(20), Just(60)],
     )
-        .prop_map(|(enabled, threshold_percent, min_brokers, hold)| Policy {
-            enabled,
-            threshold_percent,
-            min_brokers,
-            max_hold: Duration::from_secs(hold),
-        })
+        .prop_map(
+            |(enabled, threshold_percent, min_brokers, hold, history)| Policy {
+                enabled,
+                threshold_percent,
+                min_brokers,
+                max_hold: Duration::from_secs(hold),
+                history: Duration::from_secs(history),
+            },
+        )
 }
 
 /// What the model knows of a registered broker, in whole seconds.
 #[derive(Debug, Clone, Copy)]
 struct Known {
+    first: u64,
     last: u64,
     timeout: u64,
     idled: bool,
@@ -335,16 +423,35 @@ impl Known {
     fn overdue(&self, now: u64, p: &Policy) -> bool {
         now - self.last > self.timeout + p.max_hold.as_secs()
     }
+    /// Silent, and heard from over the policy's history before it fell silent.
+    fn counted_silent(&self, now: u64, p: &Policy) -> bool {
+        self.silent(now) && self.last - self.first >= p.history.as_secs()
+    }
+    /// Whether a protecting scan holds it rather than evicting it.
+    fn held(&self, now: u64, p: &Policy) -> bool {
+        self.counted_silent(now, p) && !self.overdue(now, p)
+    }
 }
 
 /// The model's verdict on the whole set: whether the mass-expiry rule is in force.
 fn protecting(m: &BTreeMap<usize, Known>, now: u64, p: &Policy) -> bool {
-    let silent = m.values().filter(|k| k.silent(now)).count();
+    let history = p.history.as_secs();
+    let began = m
+        .values()
+        .filter(|k| k.counted_silent(now, p))
+        .map(|k| k.last)
+        .min();
+    let silent = m.values().filter(|k| k.counted_silent(now, p)).count();
+    let heartbeating = m
+        .values()
+        .filter(|k| !k.silent(now) && began.is_some_and(|b| k.first + history <= b))
+        .count();
+    let live = silent + heartbeating;
     let any_due = m.values().any(|k| k.due(now));
     any_due
         && p.enabled
-        && m.len() >= p.min_brokers
-        && silent * 100 > p.threshold_percent as usize * m.len()
+        && live >= p.min_brokers
+        && silent * 100 > p.threshold_percent as usize * live
 }
 
 fn step(
@@ -361,9 +468,11 @@ fn step(
             *next_conn += 1;
             let timeout = TIMEOUTS[ti];
             register_broker(t, b, *next_conn, Some(timeout as i64 * 1000), at);
+            let first = m.get(&b).map_or(*now, |k| k.first);
             m.insert(
                 b,
                 Known {
+                    first,
                     last: *now,
                     timeout,
                     idled: false,
@@ -389,7 +498,7 @@ fn step(
             if let Some(k) = m.get_mut(&b) {
                 let conn = k.conn;
                 k.idled = true;
-                let held = protecting(m, *now, p) && !m[&b].overdue(*now, p);
+                let held = protecting(m, *now, p) && m[&b].held(*now, p);
                 let removed = t.connection_idled_out(ConnId(conn), at, p);
                 prop_assert_eq!(removed.is_empty(), held, "idle of {} at {}", b, now);
                 if !held {
@@ -411,7 +520,7 @@ fn step(
             let protect = protecting(m, *now, p);
             let mut expected: Vec<String> = m
                 .iter()
-                .filter(|(_, k)| k.due(*now) && (!protect || k.overdue(*now, p)))
+                .filter(|(_, k)| k.due(*now) && !(protect && k.held(*now, p)))
                 .map(|(b, _)| addr(*b))
                 .collect();
             let mut got: Vec<String> = t

@@ -134,9 +134,13 @@ pub struct Applied {
 /// Java's `BrokerLiveInfo`: when a broker was last heard from, and on which connection.
 #[derive(Debug, Clone)]
 pub struct BrokerLive {
+    /// The registration that put it in the live set (kept by its later registrations):
+    /// eviction protection counts only brokers heard from over a while.
+    pub first_heard: Instant,
     /// Last REGISTER_BROKER, QUERY_DATA_VERSION or BROKER_HEARTBEAT.
     pub last_update: Instant,
-    /// How long the broker may stay silent (120 s unless it declared its own).
+    /// How long the broker may stay silent (120 s unless it declared its own, at most
+    /// [`MAX_BROKER_TIMEOUT`]).
     pub timeout: Duration,
     /// The data version of its last registration.
     pub data_version: DataVersion,
@@ -158,6 +162,7 @@ impl BrokerLive {
     /// What the expiry rules judge it by (its silence: see [`Heard::due`]).
     pub fn heard(&self) -> Heard {
         Heard {
+            first: self.first_heard,
             last: self.last_update,
             timeout: self.timeout,
             idled_out: self.idled_out,
@@ -167,6 +172,12 @@ impl BrokerLive {
 
 /// The default broker expiry, `RouteInfoManager.DEFAULT_BROKER_CHANNEL_EXPIRED_TIME`.
 pub const DEFAULT_BROKER_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The longest timeout a registration may declare (`heartbeatTimeoutMillis`); longer ones are
+/// cut to it. Java takes any value, so any client could keep a broker it registered in the
+/// routes for ever, and in the route snapshot across restarts; ten minutes is five times the
+/// default and far above what a real broker declares.
+pub const MAX_BROKER_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// All route state of the name server.
 #[derive(Debug, Default)]

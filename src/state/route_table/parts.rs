@@ -160,8 +160,11 @@ impl RouteTable {
                 continue;
             };
             let live = BrokerLive {
+                // Its history before the snapshot is not kept: it starts again here.
+                first_heard: last_update,
                 last_update,
-                timeout: part.timeout,
+                // A snapshot written before the cap may hold any timeout.
+                timeout: part.timeout.min(super::MAX_BROKER_TIMEOUT),
                 data_version: part.data_version,
                 conn: NO_CONNECTION,
                 ha_server_addr: part.ha_server_addr,

@@ -13,8 +13,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{
-    Applied, BrokerAddr, BrokerGroup, BrokerLive, ConnId, DEFAULT_BROKER_TIMEOUT, QueueEntry,
-    RouteTable,
+    Applied, BrokerAddr, BrokerGroup, BrokerLive, ConnId, DEFAULT_BROKER_TIMEOUT,
+    MAX_BROKER_TIMEOUT, QueueEntry, RouteTable,
 };
 use crate::protocol::body::route::PERM_WRITE;
 use crate::protocol::body::{
@@ -36,7 +36,8 @@ pub struct Registration<'a> {
     pub ha_server_addr: Option<&'a str>,
     /// The raw `__ZONE_NAME` ext field.
     pub zone_name: Option<&'a str>,
-    /// `heartbeatTimeoutMillis`, if the broker declared one.
+    /// `heartbeatTimeoutMillis`, if the broker declared one (applied up to
+    /// [`MAX_BROKER_TIMEOUT`]).
     pub heartbeat_timeout_millis: Option<i64>,
     /// `enableActingMaster`; absent means a pre-5.0 broker.
     pub enable_acting_master: Option<bool>,
@@ -409,13 +410,11 @@ impl RouteTable {
         let timeout = reg
             .heartbeat_timeout_millis
             .map_or(DEFAULT_BROKER_TIMEOUT, |ms| {
-                Duration::from_millis(ms.max(0) as u64)
+                Duration::from_millis(ms.max(0) as u64).min(MAX_BROKER_TIMEOUT)
             });
-        let previous_table = self
-            .live
-            .get(&key)
-            .and_then(|l| l.applied)
-            .and_then(|a| a.table);
+        let previous = self.live.get(&key);
+        let first_heard = previous.map_or(now, |l| l.first_heard);
+        let previous_table = previous.and_then(|l| l.applied).and_then(|a| a.table);
         let (digest, table, filters) = match input {
             BodyInput::Decoded { body, digest } => (
                 digest,
@@ -431,6 +430,7 @@ impl RouteTable {
         self.live.insert(
             key.clone(),
             BrokerLive {
+                first_heard,
                 last_update: now,
                 timeout,
                 data_version: plan.data_version,

@@ -347,12 +347,17 @@ mod tests {
     }
 
     #[test]
-    fn huge_timeouts_never_overflow() {
-        let mut t = RouteTable::new();
+    fn huge_timeouts_are_cut_to_the_maximum() {
         let start = Instant::now();
-        let mut r = reg("broker-a", "a:1", 0, 1);
-        r.heartbeat_timeout_millis = Some(i64::MAX);
-        register(&mut t, &r, &body(1, &["A", "B"]), start);
-        assert!(t.expire(start + Duration::from_secs(1_000_000)).is_empty());
+        for declared in [600_001, 1_000_000_000_000_000, i64::MAX] {
+            let mut t = RouteTable::new();
+            let mut r = reg("broker-a", "a:1", 0, 1);
+            r.heartbeat_timeout_millis = Some(declared);
+            register(&mut t, &r, &body(1, &["A", "B"]), start);
+            let live = t.live("DefaultCluster", "a:1").unwrap();
+            assert_eq!(live.timeout, super::super::MAX_BROKER_TIMEOUT, "{declared}");
+            assert!(t.expire(start + Duration::from_secs(600)).is_empty());
+            assert_eq!(t.expire(start + Duration::from_secs(601)).len(), 1);
+        }
     }
 }

@@ -12,9 +12,11 @@
 //!
 //! The file is replaced crash-safely through [`crate::durable`], so a crash at any moment
 //! leaves the previous snapshot or the new one. Reading never fails the start-up: a file
-//! that is missing, unreadable, damaged, of a newer format, or older than the longest
-//! broker timeout in it is ignored with one log line, and the server starts empty, as Java
-//! always does. [`task`] writes the periodic snapshots.
+//! that is missing, unreadable, damaged, of a newer format, or older than the default broker
+//! timeout is ignored with one log line, and the server starts empty, as Java always does.
+//! The age is judged against the default timeout rather than the timeouts the brokers in it
+//! declared, since any client can declare one: a registration cannot make an old snapshot
+//! look fresh. [`task`] writes the periodic snapshots.
 
 mod format;
 pub mod task;
@@ -30,8 +32,8 @@ use tokio::time::Instant;
 pub use format::{FORMAT, decode, encode};
 
 use super::Namesrv;
-use super::route_table::RouteTable;
 use super::route_table::parts::Parts;
+use super::route_table::{DEFAULT_BROKER_TIMEOUT, RouteTable};
 use crate::protocol::body::data_version::wall_clock_millis;
 
 /// Why a snapshot was written.
@@ -95,16 +97,17 @@ pub enum SnapshotError {
     /// The body is not the expected JSON.
     #[error("its content is unreadable: {0}")]
     Content(#[source] serde_json::Error),
-    /// It is older than every broker timeout in it: every broker in it would be expired.
+    /// It is older than the default broker timeout: its brokers would be expired, or kept
+    /// only by the timeouts they declared.
     #[error(
-        "it was written {} s ago, longer than the longest broker timeout in it ({} s)",
-        .age.as_secs(), .longest.as_secs()
+        "it was written {} s ago, longer than the default broker timeout ({} s)",
+        .age.as_secs(), .limit.as_secs()
     )]
     Stale {
         /// How long ago it was written.
         age: Duration,
-        /// The longest broker timeout in it.
-        longest: Duration,
+        /// The default broker timeout.
+        limit: Duration,
     },
 }
 
@@ -131,16 +134,10 @@ pub fn load(path: &Path, now_millis: i64) -> Result<Option<(Meta, Parts)>, Snaps
     // A clock set back since the write counts as no time passed.
     let passed =
         Duration::from_millis(now_millis.saturating_sub(meta.written_at_millis).max(0) as u64);
-    let longest = parts
-        .live
-        .iter()
-        .map(|(_, l)| l.timeout)
-        .max()
-        .unwrap_or_default();
-    if passed > longest {
+    if passed > DEFAULT_BROKER_TIMEOUT {
         return Err(SnapshotError::Stale {
             age: passed,
-            longest,
+            limit: DEFAULT_BROKER_TIMEOUT,
         });
     }
     for (_, live) in &mut parts.live {

@@ -128,6 +128,33 @@ fn load_ages_brokers_by_the_time_passed_and_refuses_stale_files() {
     assert!(stale.to_string().contains("120 s"), "{stale}");
 }
 
+#[test]
+fn declared_timeouts_neither_make_an_old_snapshot_fresh_nor_survive_a_restart() {
+    let now = Instant::now();
+    let mut t = RouteTable::new();
+    let mut forever = reg("b-1", "10.0.0.1:10911", 0, 1);
+    forever.heartbeat_timeout_millis = Some(1_000_000_000_000_000);
+    register(&mut t, &forever, &body(1, &["T1", "T2"]), now);
+    let mut parts = t.to_parts(now);
+    // As a snapshot written before the cap could hold it.
+    parts.live[0].1.timeout = Duration::from_millis(1_000_000_000_000_000);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("routes.snapshot");
+    save(&path, &meta(NOW), &parts).unwrap();
+    let ninety_days = 90 * 24 * 3600 * 1000;
+    let stale = load(&path, NOW + ninety_days).unwrap_err();
+    assert!(matches!(stale, SnapshotError::Stale { .. }), "{stale}");
+    assert!(
+        stale.to_string().contains("default broker timeout (120 s)"),
+        "{stale}"
+    );
+    // Fresh enough to restore: the restored broker gets the capped timeout.
+    let (_, parts) = load(&path, NOW + 1_000).unwrap().unwrap();
+    let restored = RouteTable::from_parts(parts, now);
+    let live = restored.live("DefaultCluster", "10.0.0.1:10911").unwrap();
+    assert_eq!(live.timeout, crate::state::route_table::MAX_BROKER_TIMEOUT);
+}
+
 fn state(dir: &std::path::Path) -> Namesrv {
     let env = Env {
         home: dir.display().to_string(),
