@@ -308,7 +308,11 @@ impl Config {
         let mut all = self.all_properties();
         all.extend(self.tls_lines.iter().cloned());
         let text = properties::render_escaped(all.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        crate::durable::replace(Path::new(&self.settings.config_store_path), text.as_bytes())
+        // Through a symbolic link, as Java rewrites the file in place (README: configuration).
+        crate::durable::replace_through_link(
+            Path::new(&self.settings.config_store_path),
+            text.as_bytes(),
+        )
     }
 }
 
