@@ -91,7 +91,8 @@ struct AccountDoc {
 /// Reads and validates the accounts file at `path`.
 pub fn load(path: &Path) -> Result<Policy, LoadError> {
     let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+    // A regular file of a few MiB at most: a FIFO or a huge file fails the load, not blocks it.
+    let bytes = crate::durable::read::read_small(path).map_err(|source| LoadError::Read {
         path: shown.clone(),
         source,
     })?;

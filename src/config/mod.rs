@@ -127,10 +127,12 @@ impl Config {
             }
         };
         let shown = path.display().to_string();
-        let bytes = std::fs::read(&path).map_err(|source| ConfigError::Read {
-            path: shown.clone(),
-            source,
-        })?;
+        // A regular file of a few MiB at most: a FIFO or a huge file fails the load, not blocks it.
+        let bytes =
+            crate::durable::read::read_small(&path).map_err(|source| ConfigError::Read {
+                path: shown.clone(),
+                source,
+            })?;
         let text = properties::decode_file_bytes(&bytes);
         let props = properties::parse(&text).map_err(|source| ConfigError::Syntax {
             path: shown.clone(),

@@ -138,9 +138,27 @@ impl ServerTls {
         (now != *self.0.seen.lock()).then_some(now)
     }
 
+    /// [`ServerTls::reload`] on the blocking pool: the files are read and parsed off the
+    /// runtime's workers. `false` if the runtime is shutting down.
+    async fn reload_off_workers(&self, why: &'static str) -> bool {
+        let tls = self.clone();
+        tokio::task::spawn_blocking(move || tls.reload(why))
+            .await
+            .unwrap_or(false)
+    }
+
+    /// [`ServerTls::changed`] on the blocking pool (a `stat` can wait on a slow file system).
+    async fn changed_off_workers(&self) -> Option<Vec<(PathBuf, Option<Fingerprint>)>> {
+        let tls = self.clone();
+        tokio::task::spawn_blocking(move || tls.changed())
+            .await
+            .unwrap_or(None)
+    }
+
     /// Reloads on every reload request (SIGHUP) and when a watched file changes, until
     /// `cancel` fires. A change is acted on once the files have looked the same for one poll
     /// interval, so a certificate and key written one after the other are loaded together.
+    /// Files are read on the blocking pool, never on a runtime worker.
     pub async fn watch(self, mut reloads: watch::Receiver<u64>, cancel: CancellationToken) {
         let mut poll = tokio::time::interval(POLL_INTERVAL);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -153,15 +171,15 @@ impl ServerTls {
                 changed = reloads.changed(), if requests_open => match changed {
                     Ok(()) => {
                         pending = None;
-                        self.reload("reload requested");
+                        self.reload_off_workers("reload requested").await;
                     }
                     Err(_) => requests_open = false,
                 },
                 _ = poll.tick() => {
-                    let now = self.changed();
+                    let now = self.changed_off_workers().await;
                     match (now, pending.take()) {
                         (Some(now), Some(before)) if now == before => {
-                            self.reload("a certificate, key, trust or TLS config file changed");
+                            self.reload_off_workers("a certificate, key, trust or TLS config file changed").await;
                         }
                         (now, _) => pending = now,
                     }
