@@ -11,12 +11,15 @@
 //! requests that are let through get an audit line ([`audit`]).
 //!
 //! The accounts ([`accounts`]) are swapped as a whole when the file changes or a reload is
-//! requested ([`watch`]); a file that does not load leaves the previous accounts in force.
+//! requested ([`watch`]); a file that does not load leaves the previous accounts in force, and
+//! so, on a file change, does one that would loosen the policy ([`loosening`]): that takes a
+//! reload request (SIGHUP) or a restart.
 //! Handlers never see any of this: `dispatch` calls the gate once, around its `match`.
 
 pub mod accounts;
 pub mod address;
 pub mod audit;
+mod loosening;
 pub mod policy;
 pub mod stats;
 pub mod watch;
@@ -123,12 +126,10 @@ impl Gate {
         }
     }
 
-    /// Re-reads the accounts file now; `false` (and the previous accounts kept) if it does not
-    /// load. Errors are logged with the file and line.
+    /// Re-reads the accounts file now, as SIGHUP does; `false` (and the previous accounts
+    /// kept) if it does not load. Errors are logged with the file and line.
     pub fn reload(&self) -> bool {
-        self.0
-            .as_ref()
-            .is_some_and(|s| s.reload("reload requested"))
+        self.0.as_ref().is_some_and(|s| s.reload(Trigger::Request))
     }
 
     /// The counters, or `None` when the gate is off.
@@ -150,6 +151,24 @@ impl Gate {
                 .load()
                 .credentials_allow(access_key, secret_key, class)
         })
+    }
+}
+
+/// What asked for a reload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trigger {
+    /// SIGHUP or [`Gate::reload`]: an operator's decision, any valid file applies.
+    Request,
+    /// The watcher saw the file change: only a change that does not loosen the policy applies.
+    FileChange,
+}
+
+impl Trigger {
+    fn why(self) -> &'static str {
+        match self {
+            Trigger::Request => "reload requested",
+            Trigger::FileChange => "the file changed",
+        }
     }
 }
 
@@ -201,10 +220,30 @@ impl Shared {
         })
     }
 
-    /// Loads the file and swaps the accounts in; on failure logs and keeps the old ones.
-    fn reload(&self, why: &str) -> bool {
+    /// Loads the file and swaps the accounts in; on failure, or on a file change that would
+    /// loosen the policy, logs and keeps the old ones. Reads the file: call it off the
+    /// runtime's workers.
+    fn reload(&self, trigger: Trigger) -> bool {
+        let why = trigger.why();
         *self.seen.lock() = watch::fingerprint(&self.path);
-        match accounts::load(&self.path) {
+        let loaded = accounts::load(&self.path);
+        if let Ok(policy) = &loaded {
+            let loosened = loosening::between(&self.policy.load(), policy);
+            if !loosened.is_empty() && trigger == Trigger::FileChange {
+                tracing::warn!(
+                    file = %self.path.display(),
+                    changes = ?loosened,
+                    "the accounts file changed in a way that loosens the policy: not applied, \
+                     the previous accounts stay in force (send SIGHUP or restart to apply it)"
+                );
+                self.counters.reloaded(false);
+                return false;
+            }
+            if !loosened.is_empty() {
+                tracing::warn!(file = %self.path.display(), changes = ?loosened, "accounts reload loosens the policy ({why})");
+            }
+        }
+        match loaded {
             Ok(policy) => {
                 watch::warn_if_exposed(&self.path);
                 tracing::info!(
