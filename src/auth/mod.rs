@@ -88,6 +88,10 @@ impl Gate {
         let seen = watch::fingerprint(&path);
         let policy = accounts::load(&path)?;
         watch::warn_if_exposed(&path);
+        if policy.account_count() == 0 {
+            // Loaded as asked (a restart is the operator's decision), but rarely meant.
+            tracing::warn!(file = %path.display(), "the accounts file has no accounts: no signed request can pass");
+        }
         let required: Vec<&str> = RequestClass::ALL
             .into_iter()
             .filter(|&c| policy.signature_required(c))
