@@ -310,11 +310,12 @@ impl Config {
         let mut all = self.all_properties();
         all.extend(self.tls_lines.iter().cloned());
         let text = properties::render_escaped(all.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        // Through a symbolic link, as Java rewrites the file in place (README: configuration).
-        crate::durable::replace_through_link(
-            Path::new(&self.settings.config_store_path),
-            text.as_bytes(),
-        )
+        let path = Path::new(&self.settings.config_store_path);
+        match self.config_file {
+            // The `-c` file is written through a symbolic link, as Java rewrites it in place.
+            Some(_) => crate::durable::replace_through_link(path, text.as_bytes()),
+            None => crate::durable::replace(path, text.as_bytes()),
+        }
     }
 }
 

@@ -169,7 +169,11 @@ fn replace_with(path: &Path, content: &[u8], mode: Mode) -> io::Result<()> {
     fs::create_dir_all(dir)?;
     // Only a regular file is backed up and lends its permissions (a link being replaced is
     // not, so its target is never read or copied).
-    let old = fs::symlink_metadata(&real).ok().filter(|m| m.is_file());
+    let found = fs::symlink_metadata(&real).ok();
+    if found.as_ref().is_some_and(|m| m.is_symlink()) {
+        tracing::warn!(file = %real.display(), "the file is a symbolic link: replacing the link with the file itself; its target is left alone");
+    }
+    let old = found.filter(|m| m.is_file());
     let (tmp, mut f) = create_temp(&real)?;
     let written = (|| {
         if let Some(old) = &old {
