@@ -27,14 +27,6 @@ async fn planted_links_and_a_foreign_snapshot_path_redirect_no_write() {
     let kv = store.join("kvConfig.json");
     let victim = dir.path().join("victim");
     std::fs::write(&victim, "system file").unwrap();
-    // The names the temporary files used to have, planted as links to the victim.
-    for name in [
-        "kvConfig.json.tmp",
-        "kvConfig.json.bak.tmp",
-        "kvConfig.json.journal",
-    ] {
-        symlink(&victim, store.join(name)).unwrap();
-    }
     // A snapshot path that names another file (a typo, or a planted link).
     let foreign = dir.path().join("operator-notes.txt");
     std::fs::write(&foreign, "not a snapshot").unwrap();
@@ -51,6 +43,17 @@ async fn planted_links_and_a_foreign_snapshot_path_redirect_no_write() {
         ..Options::default()
     };
     let server = TestServer::start_in(dir, opts).await;
+    // Planted while the server runs (a start removes stale temporary files): the names the
+    // temporary files used to have, as links to the victim.
+    let planted = [
+        store.join("kvConfig.json.tmp"),
+        store.join("kvConfig.json.bak.tmp"),
+        store.join("kvConfig.json.journal"),
+        foreign.with_extension("txt.tmp"),
+    ];
+    for name in &planted {
+        symlink(&victim, name).unwrap();
+    }
     let mut c = server.client().await;
     for n in 0..3 {
         let value = n.to_string();
