@@ -84,7 +84,7 @@ pub async fn run(gate: Gate, mut reloads: watch::Receiver<u64>, cancel: Cancella
             },
             _ = poll.tick() => {
                 let s = shared.clone();
-                let Some(now) = off_workers(move || fingerprint(&s.path)).await else {
+                let Some(now) = off_workers(&cancel, move || fingerprint(&s.path)).await else {
                     return;
                 };
                 let before = pending.take();
@@ -100,11 +100,24 @@ pub async fn run(gate: Gate, mut reloads: watch::Receiver<u64>, cancel: Cancella
         };
         pending = None;
         let s = shared.clone();
-        off_workers(move || s.reload(trigger)).await;
+        if off_workers(&cancel, move || s.reload(trigger))
+            .await
+            .is_none()
+        {
+            return;
+        }
     }
 }
 
-/// Runs `job` on the blocking pool; `None` if the runtime is shutting down.
-async fn off_workers<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) -> Option<T> {
-    tokio::task::spawn_blocking(job).await.ok()
+/// Runs `job` on the blocking pool; `None` once `cancel` fires (the task then ends without
+/// waiting for the job, so a read that hangs never holds up shutdown) or the runtime is
+/// shutting down.
+pub(crate) async fn off_workers<T: Send + 'static>(
+    cancel: &CancellationToken,
+    job: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    tokio::select! {
+        _ = cancel.cancelled() => None,
+        done = tokio::task::spawn_blocking(job) => done.ok(),
+    }
 }
