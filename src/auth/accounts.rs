@@ -90,7 +90,9 @@ struct AccountDoc {
     admin: Option<bool>,
     broker: Option<bool>,
     read: Option<bool>,
-    white_remote_address: Option<Spanned<String>>,
+    /// `Some(None)` when the key is there without a value (`whiteRemoteAddress:`).
+    #[serde(default, deserialize_with = "present")]
+    white_remote_address: Option<Option<Spanned<String>>>,
     // plain_acl.yml's broker-side permissions, accepted and ignored.
     #[allow(dead_code)]
     default_topic_perm: Option<IgnoredAny>,
@@ -102,10 +104,20 @@ struct AccountDoc {
     group_perms: Option<IgnoredAny>,
 }
 
+/// A key that is present, with or without a value (serde reads a bare `key:` as absent).
+fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
 /// Reads and validates the accounts file at `path`.
 pub fn load(path: &Path) -> Result<Policy, LoadError> {
     let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+    // A regular file of a few MiB at most: a FIFO or a huge file fails the load, not blocks it.
+    let bytes = crate::durable::read::read_small(path).map_err(|source| LoadError::Read {
         path: shown.clone(),
         source,
     })?;
@@ -203,12 +215,23 @@ fn account(doc: AccountDoc) -> Located<(Spanned<String>, Account)> {
             ));
         }
     }
+    // An empty value is an error, not "any address": a file cut short while being written
+    // ends just there, and must not lift the account's address rule.
+    let empty = || {
+        format!(
+            "whiteRemoteAddress of {} is empty: give an address pattern, or remove the line \
+             to allow every address",
+            access_key.value
+        )
+    };
     let white_remote_address = match doc.white_remote_address {
-        Some(w) if !w.value.trim().is_empty() => Some(
+        None => None,
+        Some(None) => return Err((access_key.referenced, empty())),
+        Some(Some(w)) if w.value.trim().is_empty() => return Err((w.referenced, empty())),
+        Some(Some(w)) => Some(
             AddressPattern::parse(&w.value)
                 .map_err(|e| (w.referenced, format!("whiteRemoteAddress: {e}")))?,
         ),
-        _ => None,
     };
     let admin = doc.admin.unwrap_or(false);
     let mut may = [false; 3];
@@ -263,7 +286,7 @@ mod tests {
         let p = parse_ok(
             "globalWhiteRemoteAddresses:\n  - 10.10.103.*\n  - 192.168.0.*\n\
              accounts:\n\
-             \x20 - accessKey: RocketMQ\n    secretKey: 12345678\n    whiteRemoteAddress:\n    admin: false\n\
+             \x20 - accessKey: RocketMQ\n    secretKey: 12345678\n    admin: false\n\
              \x20   defaultTopicPerm: DENY\n    defaultGroupPerm: SUB\n\
              \x20   topicPerms:\n      - topicA=DENY\n      - topicB=PUB|SUB\n\
              \x20   groupPerms:\n      - groupA=DENY\n\
@@ -351,6 +374,27 @@ mod tests {
         assert!(p.global_white_remote_addresses.is_empty());
         assert!(p.accounts["rocketmq-broker"].may(RequestClass::Broker));
         assert!(p.accounts["rocketmq2"].white_remote_address.is_some());
+    }
+
+    #[test]
+    fn an_empty_white_remote_address_is_an_error() {
+        for value in ["", " ''", " \"  \""] {
+            let e = parse_err(&format!(
+                "accounts:\n  - accessKey: rocketmq2\n    secretKey: 12345678\n    admin: true\n    whiteRemoteAddress:{value}\n"
+            ));
+            assert!(
+                e.contains("whiteRemoteAddress of rocketmq2 is empty"),
+                "{value:?}: {e}"
+            );
+        }
+        // Cut short just after the key, as a half-written file is.
+        let e = parse_err(
+            "accounts:\n  - accessKey: rocketmq2\n    secretKey: 12345678\n    admin: true\n    whiteRemoteAddress: ",
+        );
+        assert!(e.contains("is empty"), "{e}");
+        // Without the line, every address may use the account.
+        let p = parse_ok("accounts:\n  - {accessKey: rocketmq2, secretKey: '12345678'}\n");
+        assert!(p.accounts["rocketmq2"].white_remote_address.is_none());
     }
 
     #[test]

@@ -122,6 +122,11 @@ impl AddressPattern {
         self.any
     }
 
+    /// The pattern as written.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
     /// Whether `ip` matches. IPv4 addresses seen through an IPv6 socket (`::ffff:a.b.c.d`) are
     /// matched as IPv4.
     pub fn matches(&self, ip: IpAddr) -> bool {

@@ -12,12 +12,15 @@
 //! ([`audit`]), within a budget of lines per window.
 //!
 //! The accounts ([`accounts`]) are swapped as a whole when the file changes or a reload is
-//! requested ([`watch`]); a file that does not load leaves the previous accounts in force.
+//! requested ([`watch`]); a file that does not load leaves the previous accounts in force, and
+//! so, on a file change, does one that would loosen the policy ([`loosening`]): that takes a
+//! reload request (SIGHUP) or a restart.
 //! Handlers never see any of this: `dispatch` calls the gate once, around its `match`.
 
 pub mod accounts;
 pub mod address;
 pub mod audit;
+mod loosening;
 pub mod policy;
 pub mod stats;
 mod trust;
@@ -93,6 +96,10 @@ impl Gate {
         let proxy_from_anyone = trust::proxy_from_anyone(settings);
         trust::check(proxy_from_anyone, &policy, &path)?;
         watch::warn_if_exposed(&path);
+        if policy.account_count() == 0 {
+            // Loaded as asked (a restart is the operator's decision), but rarely meant.
+            tracing::warn!(file = %path.display(), "the accounts file has no accounts: no signed request can pass");
+        }
         let required: Vec<&str> = RequestClass::ALL
             .into_iter()
             .filter(|&c| policy.signature_required(c))
@@ -133,12 +140,10 @@ impl Gate {
         }
     }
 
-    /// Re-reads the accounts file now; `false` (and the previous accounts kept) if it does not
-    /// load. Errors are logged with the file and line.
+    /// Re-reads the accounts file now, as SIGHUP does; `false` (and the previous accounts
+    /// kept) if it does not load. Errors are logged with the file and line.
     pub fn reload(&self) -> bool {
-        self.0
-            .as_ref()
-            .is_some_and(|s| s.reload("reload requested"))
+        self.0.as_ref().is_some_and(|s| s.reload(Trigger::Request))
     }
 
     /// The counters, or `None` when the gate is off.
@@ -183,6 +188,24 @@ impl Gate {
                 .load()
                 .credentials_allow(access_key, secret_key, class)
         })
+    }
+}
+
+/// What asked for a reload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trigger {
+    /// SIGHUP or [`Gate::reload`]: an operator's decision, any valid file applies.
+    Request,
+    /// The watcher saw the file change: only a change that does not loosen the policy applies.
+    FileChange,
+}
+
+impl Trigger {
+    fn why(self) -> &'static str {
+        match self {
+            Trigger::Request => "reload requested",
+            Trigger::FileChange => "the file changed",
+        }
     }
 }
 
@@ -245,11 +268,30 @@ impl Shared {
         })))
     }
 
-    /// Loads the file and swaps the accounts in; on failure logs and keeps the old ones.
-    fn reload(&self, why: &str) -> bool {
+    /// Loads the file and swaps the accounts in; on failure, or on a file change that would
+    /// loosen the policy, logs and keeps the old ones. Reads the file: call it off the
+    /// runtime's workers.
+    fn reload(&self, trigger: Trigger) -> bool {
+        let why = trigger.why();
         *self.seen.lock() = watch::fingerprint(&self.path);
         let loaded = accounts::load(&self.path)
             .and_then(|p| trust::check(self.proxy_from_anyone, &p, &self.path).map(|()| p));
+        if let Ok(policy) = &loaded {
+            let loosened = loosening::between(&self.policy.load(), policy);
+            if !loosened.is_empty() && trigger == Trigger::FileChange {
+                tracing::warn!(
+                    file = %self.path.display(),
+                    changes = ?loosened,
+                    "the accounts file changed in a way that loosens the policy: not applied, \
+                     the previous accounts stay in force (send SIGHUP or restart to apply it)"
+                );
+                self.counters.reloaded(false);
+                return false;
+            }
+            if !loosened.is_empty() {
+                tracing::warn!(file = %self.path.display(), changes = ?loosened, "accounts reload loosens the policy ({why})");
+            }
+        }
         match loaded {
             Ok(policy) => {
                 watch::warn_if_exposed(&self.path);

@@ -207,10 +207,12 @@ fn a_reload_that_adds_address_rules_while_anyone_may_send_a_proxy_header_is_refu
     assert!(limited.admit(&register, claimed).is_ok());
 }
 
-/// Lets the watcher task run until it is idle again.
+/// Lets the watcher task run until it is idle again (its file reads run on the blocking
+/// pool; paused time does not advance while one is under way).
 async fn settle() {
     for _ in 0..10 {
         tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
 
@@ -228,12 +230,15 @@ async fn the_watcher_follows_file_changes_and_reload_requests() {
     settle().await;
     assert_eq!(gate.stats().unwrap().reloads, 0);
 
-    // A change is picked up at the next poll.
+    // A change is picked up once it has looked the same for one poll.
     std::fs::write(
         &path,
         "accounts:\n  - {accessKey: rocketmq3, secretKey: '87654321', admin: true}\n  - {accessKey: rocketmq4, secretKey: '87654321'}\n",
     )
     .unwrap();
+    tokio::time::advance(watch::POLL_INTERVAL).await;
+    settle().await;
+    assert_eq!(gate.stats().unwrap().reloads, 0, "not settled yet");
     tokio::time::advance(watch::POLL_INTERVAL).await;
     settle().await;
     let stats = gate.stats().unwrap();
@@ -279,4 +284,54 @@ fn audit_lines_are_limited_per_window_and_skip_unknown_codes() {
         .filter(|_| gate.admit(&put_kv(false), peer()).unwrap().0.is_some())
         .count();
     assert!((1..=50).contains(&audited), "{audited} audit lines");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_file_change_that_loosens_the_policy_waits_for_a_reload_request() {
+    let strict = "signatureRequired: [read, broker, admin]\naccounts:\n\
+        \x20 - {accessKey: rocketmq2, secretKey: '12345678', admin: true, whiteRemoteAddress: 10.9.9.9}\n";
+    let (gate, dir) = gate(AuthMode::Enforce, strict);
+    let path = dir.path().join("acl.yml");
+    let reload = Reload::new();
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(watch::run(gate.clone(), reload.subscribe(), cancel.clone()));
+    settle().await;
+    let route = || {
+        let mut req = RemotingCommand::request(rc::GET_ROUTEINFO_BY_TOPIC, 1);
+        req.ext_fields = Some(ExtFields::from_iter([("topic", "T")]));
+        req
+    };
+    let polls = || async {
+        for _ in 0..3 {
+            tokio::time::advance(watch::POLL_INTERVAL).await;
+            settle().await;
+        }
+    };
+    // Emptied, cut short before an address rule's value, or cut before the list of classes:
+    // the previous accounts stay (an unsigned read is still refused).
+    for (n, text) in [
+        "",
+        "signatureRequired: [read, broker, admin]\naccounts:\n  - accessKey: rocketmq2\n    secretKey: '12345678'\n    admin: true\n    whiteRemoteAddress: ",
+        "accounts:\n  - {accessKey: rocketmq2, secretKey: '12345678', admin: true, whiteRemoteAddress: 10.9.9.9}\n",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        std::fs::write(&path, text).unwrap();
+        polls().await;
+        let stats = gate.stats().unwrap();
+        assert_eq!((stats.reloads, stats.reload_failures), (0, n as u64 + 1), "{text:?}");
+        assert!(gate.admit(&route(), peer()).is_err(), "{text:?}");
+    }
+    // A reload request (SIGHUP) is the operator's decision: it applies the lowered policy.
+    reload.request();
+    settle().await;
+    assert_eq!(gate.stats().unwrap().reloads, 1);
+    assert!(gate.admit(&route(), peer()).is_ok());
+
+    cancel.cancel();
+    tokio::time::timeout(Duration::from_secs(1), task)
+        .await
+        .unwrap()
+        .unwrap();
 }

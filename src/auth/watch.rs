@@ -1,7 +1,8 @@
 //! Keeping the accounts current: a background task re-reads the accounts file when a reload is
 //! requested (SIGHUP, see [`crate::reload`]) and when the file's metadata changes (polled every
-//! [`POLL_INTERVAL`] on tokio's clock). Also the start-up check that the file is not readable by
-//! other users.
+//! [`POLL_INTERVAL`] on tokio's clock, applied once it has settled for one interval, and only
+//! if it does not loosen the policy: see [`super::loosening`]). Also the start-up check that
+//! the file is not readable by other users.
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -9,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::Gate;
+use super::{Gate, Trigger};
 
 /// How often the accounts file's metadata is compared with what was last loaded.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(2);
@@ -57,7 +58,10 @@ pub(super) fn warn_if_exposed(path: &Path) {
 }
 
 /// Reloads `gate`'s accounts on every reload request and whenever the file changes, until
-/// `cancel` fires. Does nothing for a gate that is off.
+/// `cancel` fires. Does nothing for a gate that is off. A change is acted on once the file
+/// has looked the same for one poll interval (as the TLS watcher does), so an editor's write
+/// in progress is not loaded half-way. The file is read on the blocking pool, never on a
+/// runtime worker.
 pub async fn run(gate: Gate, mut reloads: watch::Receiver<u64>, cancel: CancellationToken) {
     let Some(shared) = gate.0 else {
         return;
@@ -66,22 +70,54 @@ pub async fn run(gate: Gate, mut reloads: watch::Receiver<u64>, cancel: Cancella
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     poll.tick().await;
     let mut requests_open = true;
+    let mut pending: Option<Option<Fingerprint>> = None;
     loop {
-        tokio::select! {
+        let trigger = tokio::select! {
             _ = cancel.cancelled() => return,
             changed = reloads.changed(), if requests_open => match changed {
-                Ok(()) => {
-                    shared.reload("reload requested");
-                }
+                Ok(()) => Trigger::Request,
                 // The handle is gone: only the file watch is left.
-                Err(_) => requests_open = false,
+                Err(_) => {
+                    requests_open = false;
+                    continue;
+                }
             },
             _ = poll.tick() => {
-                let changed = fingerprint(&shared.path) != *shared.seen.lock();
-                if changed {
-                    shared.reload("the file changed");
+                let s = shared.clone();
+                let Some(now) = off_workers(&cancel, move || fingerprint(&s.path)).await else {
+                    return;
+                };
+                let before = pending.take();
+                if now == *shared.seen.lock() {
+                    continue;
                 }
+                if before.as_ref() != Some(&now) {
+                    pending = Some(now);
+                    continue;
+                }
+                Trigger::FileChange
             }
+        };
+        pending = None;
+        let s = shared.clone();
+        if off_workers(&cancel, move || s.reload(trigger))
+            .await
+            .is_none()
+        {
+            return;
         }
+    }
+}
+
+/// Runs `job` on the blocking pool; `None` once `cancel` fires (the task then ends without
+/// waiting for the job, so a read that hangs never holds up shutdown) or the runtime is
+/// shutting down.
+pub(crate) async fn off_workers<T: Send + 'static>(
+    cancel: &CancellationToken,
+    job: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    tokio::select! {
+        _ = cancel.cancelled() => None,
+        done = tokio::task::spawn_blocking(job) => done.ok(),
     }
 }

@@ -129,10 +129,12 @@ impl Config {
             }
         };
         let shown = path.display().to_string();
-        let bytes = std::fs::read(&path).map_err(|source| ConfigError::Read {
-            path: shown.clone(),
-            source,
-        })?;
+        // A regular file of a few MiB at most: a FIFO or a huge file fails the load, not blocks it.
+        let bytes =
+            crate::durable::read::read_small(&path).map_err(|source| ConfigError::Read {
+                path: shown.clone(),
+                source,
+            })?;
         let text = properties::decode_file_bytes(&bytes);
         let props = properties::parse(&text).map_err(|source| ConfigError::Syntax {
             path: shown.clone(),
@@ -324,7 +326,12 @@ impl Config {
         let mut all = self.all_properties();
         all.extend(self.tls_lines.iter().cloned());
         let text = properties::render_escaped(all.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        crate::durable::replace(Path::new(&self.settings.config_store_path), text.as_bytes())
+        let path = Path::new(&self.settings.config_store_path);
+        match self.config_file {
+            // The `-c` file is written through a symbolic link, as Java rewrites it in place.
+            Some(_) => crate::durable::replace_through_link(path, text.as_bytes()),
+            None => crate::durable::replace(path, text.as_bytes()),
+        }
     }
 }
 

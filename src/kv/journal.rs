@@ -192,11 +192,22 @@ impl Writer {
         if let Some(dir) = kv_path.parent().filter(|d| !d.as_os_str().is_empty()) {
             fs::create_dir_all(dir)?;
         }
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path_of(kv_path))?;
+        // A stale journal (or a link planted in its place) is removed, never opened: the new
+        // one is created exclusively and without following a link, so appends cannot be
+        // redirected to another file.
+        let path = path_of(kv_path);
+        match fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.custom_flags(libc::O_NOFOLLOW);
+        }
+        let mut file = options.open(path)?;
         let mut header = Vec::with_capacity(HEADER_LEN);
         header.put_slice(MAGIC);
         header.put_u64(base);
@@ -318,5 +329,22 @@ mod tests {
         remove(&kv).unwrap();
         remove(&kv).unwrap();
         assert!(read(&kv).unwrap().is_none());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_planted_as_the_journal_is_replaced_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let kv = dir.path().join("kv.json");
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "precious").unwrap();
+        std::os::unix::fs::symlink(&victim, path_of(&kv)).unwrap();
+        let mut w = Writer::create(&kv, 7).unwrap();
+        let mut records = Vec::new();
+        encode(&put("ns", "k", "v"), &mut records);
+        w.append(&records).unwrap();
+        assert_eq!(fs::read(&victim).unwrap(), b"precious");
+        assert!(fs::symlink_metadata(path_of(&kv)).unwrap().is_file());
+        assert_eq!(read(&kv).unwrap().unwrap().edits.len(), 1);
     }
 }

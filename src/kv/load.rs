@@ -100,8 +100,9 @@ fn recover(path: &Path, reason: String) -> Result<(Namespaces, Vec<u8>), LoadErr
     // they were, and the next start recovers again.
     let mut corrupt = path.as_os_str().to_owned();
     corrupt.push(".corrupt");
-    if path.exists() {
-        let _ = std::fs::copy(path, PathBuf::from(corrupt));
+    // Written as a new file, not copied onto the name: a link planted there is replaced.
+    if let Ok(damaged) = std::fs::read(path) {
+        let _ = durable::replace_keeping_backup(&PathBuf::from(corrupt), &damaged);
     }
     let bytes = render_file(&table);
     durable::replace_keeping_backup(path, &bytes)

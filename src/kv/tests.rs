@@ -140,9 +140,10 @@ fn a_failed_write_changes_nothing() {
     // A directory where the file should be makes every write fail.
     let path = dir.path().join("kv.json");
     let kv = KvStore::open(&path).unwrap();
-    std::fs::create_dir_all(durable::temp_path(&path)).unwrap();
+    std::fs::create_dir_all(&path).unwrap();
     assert!(kv.put("ns", "a", "1").is_err());
     assert_eq!(kv.get("ns", "a"), None);
+    assert!(durable::temp_files(&path).is_empty());
 }
 
 #[test]

@@ -72,8 +72,15 @@ pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+/// The longest certificate chain served, in DER bytes (64 KiB): the largest Certificate
+/// message a rustls client accepts (Java's clients stop at 32 KiB by default,
+/// `jdk.tls.maxHandshakeMessageSize`). A longer chain would load and then break every handshake.
+pub const MAX_CHAIN_BYTES: usize = 64 << 10;
+
+/// Reads a PEM file: a regular file of at most [`crate::durable::read::MAX_SMALL_FILE`] bytes,
+/// so that a FIFO or a huge file named by mistake fails the load instead of blocking it.
 fn read(key: &'static str, path: &str) -> Result<Vec<u8>, TlsError> {
-    std::fs::read(path).map_err(|source| TlsError::Read {
+    crate::durable::read::read_small(std::path::Path::new(path)).map_err(|source| TlsError::Read {
         key,
         path: path.to_owned(),
         source,
@@ -207,6 +214,17 @@ pub fn server_identity(
         needs: NEEDS,
     })?;
     let certs = load_certs("tls.server.certPath", cert_path)?;
+    let chain: usize = certs.iter().map(|c| c.len()).sum();
+    if chain > MAX_CHAIN_BYTES {
+        return Err(content(
+            "tls.server.certPath",
+            cert_path,
+            format!(
+                "the certificate chain has {chain} bytes, more than TLS clients accept \
+                 ({MAX_CHAIN_BYTES}); list only the leaf and its intermediates"
+            ),
+        ));
+    }
     let key = load_key(
         "tls.server.keyPath",
         key_path,
@@ -272,4 +290,83 @@ pub fn server_config(
     // Clients reconnect rarely and Java's never resume: tickets would only cost each handshake.
     config.send_tls13_tickets = 0;
     Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A self-signed certificate and its key written as PEM files in `dir`; returns the
+    /// settings naming them and the certificate's PEM text.
+    fn files(dir: &std::path::Path) -> (TlsSettings, String) {
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+        let pem = |label, der: &[u8]| {
+            pkcs8::der::pem::encode_string(label, pkcs8::der::pem::LineEnding::LF, der).unwrap()
+        };
+        let cert = pem("CERTIFICATE", params.self_signed(&key).unwrap().der());
+        let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
+        std::fs::write(&cert_path, &cert).unwrap();
+        std::fs::write(&key_path, pem("PRIVATE KEY", &key.serialize_der())).unwrap();
+        let s = TlsSettings {
+            test_mode: false,
+            server_cert_path: Some(cert_path.display().to_string()),
+            server_key_path: Some(key_path.display().to_string()),
+            ..TlsSettings::default()
+        };
+        (s, cert)
+    }
+
+    #[test]
+    fn a_chain_longer_than_clients_accept_or_a_huge_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, cert) = files(dir.path());
+        let generated = self_signed();
+        assert!(server_config(&s, &generated).is_ok());
+        let path = s.server_cert_path.clone().unwrap();
+        // Would load, then break every handshake.
+        std::fs::write(&path, cert.repeat(200)).unwrap();
+        let e = server_config(&s, &generated).unwrap_err().to_string();
+        assert!(
+            e.contains("tls.server.certPath") && e.contains("chain"),
+            "{e}"
+        );
+        let huge = cert.repeat(crate::durable::read::MAX_SMALL_FILE as usize / cert.len() + 1);
+        std::fs::write(&path, huge).unwrap();
+        let e = server_config(&s, &generated).unwrap_err().to_string();
+        assert!(
+            e.contains("tls.server.certPath") && e.contains("limit"),
+            "{e}"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_named_as_the_certificate_fails_the_load_instead_of_blocking_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = files(dir.path());
+        let path = s.server_cert_path.clone().unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let made = std::process::Command::new("mkfifo").arg(&path).status();
+        assert!(made.unwrap().success());
+        // On a thread of its own: a read that blocks is seen as a timeout, not a hung test.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(server_config(&s, &self_signed()).map(drop));
+        });
+        let answer = rx.recv_timeout(std::time::Duration::from_secs(5));
+        // Unblock a reader stuck on the FIFO, so that the thread ends either way.
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&path);
+        }
+        let e = answer
+            .expect("the load returns at once")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+    }
 }

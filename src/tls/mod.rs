@@ -24,7 +24,10 @@ use tokio_util::sync::CancellationToken;
 pub use material::TlsError;
 pub use settings::{ClientAuth, ServerMode, TlsSettings};
 
-use crate::auth::watch::{Fingerprint, POLL_INTERVAL, fingerprint};
+use crate::auth::watch::{Fingerprint, POLL_INTERVAL, fingerprint, off_workers};
+
+/// The watched files' fingerprints when they differ from what the last reload saw.
+type Changed = Option<Vec<(PathBuf, Option<Fingerprint>)>>;
 
 /// The server's TLS configuration, reloadable. Cheap to clone.
 #[derive(Clone)]
@@ -133,14 +136,33 @@ impl ServerTls {
     }
 
     /// Whether a watched file differs from what the last reload saw.
-    fn changed(&self) -> Option<Vec<(PathBuf, Option<Fingerprint>)>> {
+    fn changed(&self) -> Changed {
         let now = fingerprints(&self.0.effective.lock());
         (now != *self.0.seen.lock()).then_some(now)
+    }
+
+    /// [`ServerTls::reload`] on the blocking pool: the files are read and parsed off the
+    /// runtime's workers. `None` once `cancel` fires.
+    async fn reload_off_workers(
+        &self,
+        cancel: &CancellationToken,
+        why: &'static str,
+    ) -> Option<bool> {
+        let tls = self.clone();
+        off_workers(cancel, move || tls.reload(why)).await
+    }
+
+    /// [`ServerTls::changed`] on the blocking pool (a `stat` can wait on a slow file system).
+    /// `None` once `cancel` fires.
+    async fn changed_off_workers(&self, cancel: &CancellationToken) -> Option<Changed> {
+        let tls = self.clone();
+        off_workers(cancel, move || tls.changed()).await
     }
 
     /// Reloads on every reload request (SIGHUP) and when a watched file changes, until
     /// `cancel` fires. A change is acted on once the files have looked the same for one poll
     /// interval, so a certificate and key written one after the other are loaded together.
+    /// Files are read on the blocking pool, never on a runtime worker.
     pub async fn watch(self, mut reloads: watch::Receiver<u64>, cancel: CancellationToken) {
         let mut poll = tokio::time::interval(POLL_INTERVAL);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -153,15 +175,22 @@ impl ServerTls {
                 changed = reloads.changed(), if requests_open => match changed {
                     Ok(()) => {
                         pending = None;
-                        self.reload("reload requested");
+                        if self.reload_off_workers(&cancel, "reload requested").await.is_none() {
+                            return;
+                        }
                     }
                     Err(_) => requests_open = false,
                 },
                 _ = poll.tick() => {
-                    let now = self.changed();
+                    let Some(now) = self.changed_off_workers(&cancel).await else {
+                        return;
+                    };
                     match (now, pending.take()) {
                         (Some(now), Some(before)) if now == before => {
-                            self.reload("a certificate, key, trust or TLS config file changed");
+                            let why = "a certificate, key, trust or TLS config file changed";
+                            if self.reload_off_workers(&cancel, why).await.is_none() {
+                                return;
+                            }
                         }
                         (now, _) => pending = now,
                     }

@@ -202,13 +202,17 @@ impl TlsSettings {
 
     fn apply_config_file(&mut self) {
         let path = self.config_file.clone();
-        let Some(text) = std::fs::read(&path)
-            .ok()
-            .filter(|_| path.is_file())
-            .map(|b| crate::config::properties::decode_file_bytes(&b))
-        else {
-            tracing::debug!(file = %path.display(), "Tls config file doesn't exist, skip it");
-            return;
+        let text = match crate::durable::read::read_small(&path) {
+            Ok(bytes) => crate::config::properties::decode_file_bytes(&bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                tracing::debug!(file = %path.display(), "Tls config file doesn't exist, skip it");
+                return;
+            }
+            // A directory, FIFO or oversized file: not read (it could block or fill memory).
+            Err(e) => {
+                tracing::warn!(file = %path.display(), error = %e, "cannot read the TLS config file; ignoring it");
+                return;
+            }
         };
         match crate::config::properties::parse(&text) {
             Ok(props) => {

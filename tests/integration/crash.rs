@@ -670,7 +670,24 @@ async fn a_kill_during_start_up_recovery_never_starts_empty() {
             p.push(suffix);
             PathBuf::from(p)
         };
-        let (corrupt, tmp) = (with(".corrupt"), with(".tmp"));
+        let corrupt = with(".corrupt");
+        // The restored file being written: `kvConfig.json.<16 hex digits>.tmp`.
+        let writing = || {
+            let name = files
+                .kv()
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            std::fs::read_dir(files.kv().parent().unwrap()).is_ok_and(|d| {
+                d.flatten().any(|e| {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    n.strip_prefix(&format!("{name}."))
+                        .and_then(|r| r.strip_suffix(".tmp"))
+                        .is_some_and(|hex| hex.len() == 16)
+                })
+            })
+        };
         let delay = Duration::from_micros(rng.below(20_000));
         let mut server = Server::spawn_quiet(&files.conf(), &files.home());
         let spawned = Instant::now();
@@ -682,7 +699,7 @@ async fn a_kill_during_start_up_recovery_never_starts_empty() {
             }
             let now = match moment {
                 Moment::CopiedAside => corrupt.exists(),
-                Moment::WritingRestored => tmp.exists(),
+                Moment::WritingRestored => writing(),
                 Moment::Random => spawned.elapsed() >= delay,
             };
             // Past the restore, or never got there: kill anyway, the check still holds.

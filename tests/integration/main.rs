@@ -19,6 +19,7 @@ mod deploy;
 mod ext_fields;
 mod go_away;
 mod hardening_config;
+mod hardening_files;
 mod hardening_http;
 mod hardening_logs;
 mod http;

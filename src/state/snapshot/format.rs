@@ -26,6 +26,9 @@ pub const FORMAT: u32 = 1;
 
 const MAGIC: &str = "namesrv-routes";
 
+/// Bytes a file must start with to be taken for a snapshot (of any format).
+pub(super) const PREFIX: &[u8] = b"namesrv-routes ";
+
 /// A queue entry: broker name, read queues, write queues, perm, sysflag.
 type QueueRow<'a> = (Cow<'a, str>, i32, i32, i32, i32);
 

@@ -11,18 +11,21 @@
 //! [`crate::state::route_table::parts::NO_CONNECTION`]).
 //!
 //! The file is replaced crash-safely through [`crate::durable`], so a crash at any moment
-//! leaves the previous snapshot or the new one. Reading never fails the start-up: a file
+//! leaves the previous snapshot or the new one; a file at the path that is not a snapshot is
+//! moved aside first, never overwritten ([`aside`]). Reading never fails the start-up: a file
 //! that is missing, unreadable, damaged, of a newer format, or older than the default broker
 //! timeout is ignored with one log line, and the server starts empty, as Java always does.
 //! The age is judged against the default timeout rather than the timeouts the brokers in it
 //! declared, since any client can declare one: a registration cannot make an old snapshot
 //! look fresh. [`task`] writes the periodic snapshots.
 
+mod aside;
 mod format;
 pub mod task;
 #[cfg(test)]
 mod tests;
 
+use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
@@ -125,7 +128,13 @@ impl SnapshotError {
 /// Reads the snapshot at `path` and shifts every broker's age by the time that passed since
 /// it was written (`now_millis`, wall clock). `Ok(None)` when there is no file.
 pub fn load(path: &Path, now_millis: i64) -> Result<Option<(Meta, Parts)>, SnapshotError> {
-    let bytes = match std::fs::read(path) {
+    // Only a regular file is read: a FIFO or device put at the path cannot hold the start.
+    let read = |p: &Path| -> std::io::Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        crate::durable::read::open_regular(p)?.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    };
+    let bytes = match read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(SnapshotError::Read(e)),
@@ -147,7 +156,10 @@ pub fn load(path: &Path, now_millis: i64) -> Result<Option<(Meta, Parts)>, Snaps
 }
 
 /// Writes `parts` to `path` crash-safely (the previous snapshot is kept as `<path>.bak`).
+/// Anything at `path` that is not a route snapshot is first moved aside, never overwritten
+/// (see [`aside`]).
 pub fn save(path: &Path, meta: &Meta, parts: &Parts) -> std::io::Result<()> {
+    aside::move_foreign(path)?;
     crate::durable::replace(path, &encode(meta, parts))
 }
 

@@ -258,3 +258,33 @@ fn the_change_stamp_follows_heartbeats_and_edits() {
     t.delete_topic("T3", None);
     assert_ne!(t.change_stamp(), s1);
 }
+
+#[tokio::test]
+async fn a_file_that_is_not_a_snapshot_is_moved_aside_never_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("routes.snapshot");
+    std::fs::write(&path, "precious operator data").unwrap();
+    assert_eq!(state(dir.path()).restore_routes(&path), Restored::Ignored);
+    let now = Instant::now();
+    let parts = table(now).to_parts(now);
+    save(&path, &meta(wall_clock_millis()), &parts).unwrap();
+    let aside = dir.path().join("routes.snapshot.not-a-snapshot");
+    assert_eq!(std::fs::read(&aside).unwrap(), b"precious operator data");
+    assert!(load(&path, wall_clock_millis()).unwrap().is_some());
+    // Our own snapshot is replaced in place; nothing more is moved.
+    save(&path, &meta(wall_clock_millis()), &parts).unwrap();
+    let second = dir.path().join("routes.snapshot.not-a-snapshot.1");
+    assert!(std::fs::symlink_metadata(&second).is_err());
+    // A planted link is moved too, and its target is never written.
+    #[cfg(unix)]
+    {
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "system file").unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        save(&path, &meta(wall_clock_millis()), &parts).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"system file");
+        assert!(std::fs::symlink_metadata(&second).unwrap().is_symlink());
+        assert!(load(&path, wall_clock_millis()).unwrap().is_some());
+    }
+}
