@@ -290,8 +290,13 @@ fn audit_lines_are_limited_per_window_and_skip_unknown_codes() {
 async fn a_file_change_that_loosens_the_policy_waits_for_a_reload_request() {
     let strict = "signatureRequired: [read, broker, admin]\naccounts:\n\
         \x20 - {accessKey: rocketmq2, secretKey: '12345678', admin: true, whiteRemoteAddress: 10.9.9.9}\n";
-    let (gate, dir) = gate(AuthMode::Enforce, strict);
+    let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("acl.yml");
+    std::fs::write(&path, strict).unwrap();
+    // Address rules need PROXY headers limited to the proxies.
+    let mut s = settings(AuthMode::Enforce, &path);
+    s.proxy_protocol_allowed_addresses = String::new();
+    let gate = Gate::load(&s).unwrap();
     let reload = Reload::new();
     let cancel = CancellationToken::new();
     let task = tokio::spawn(watch::run(gate.clone(), reload.subscribe(), cancel.clone()));
