@@ -14,7 +14,7 @@ pub(super) struct Counters {
     would_refuse: [AtomicU64; Reason::ALL.len()],
     accepted_signed: AtomicU64,
     accepted_by_address: AtomicU64,
-    http_refused: [AtomicU64; 5],
+    http_refused: [AtomicU64; Reason::ALL.len()],
     reloads: AtomicU64,
     reload_failures: AtomicU64,
 }
@@ -94,7 +94,7 @@ pub struct AuthStats {
     /// HTTP requests for the operator routes refused (authMode=enforce), by reason: no or
     /// unreadable Basic credentials count as [`Reason::MissingAccessKey`], a wrong secret as
     /// [`Reason::BadSignature`].
-    pub http_refused: [u64; 5],
+    pub http_refused: [u64; Reason::ALL.len()],
     /// Successful reloads of the accounts file.
     pub reloads: u64,
     /// Reloads that failed (the previous accounts stayed in force).

@@ -324,8 +324,10 @@ if wanted rust; then
 authConfigPath=$WORK/acl-signed.yml
 "
   NS_SIGNED_PID=$STARTED_PID
+  # Address rules judge the client's address: PROXY headers only from nobody here.
   start_namesrv namesrv-by-address "$NS_ADDR_PORT" "authMode=enforce
 authConfigPath=$WORK/acl-by-address.yml
+proxyProtocolAllowedAddresses=
 "
   NS_ADDR_PID=$STARTED_PID
   BROKER_NAMESRVS="$NS;$NS_SIGNED;$NS_ADDR"

@@ -179,7 +179,7 @@ async fn enforced(accounts: &str) -> (TestServer, tempfile::TempDir) {
     let acl = dir.path().join("acl.yml");
     std::fs::write(&acl, accounts).unwrap();
     let server = server_with(&format!(
-        "authMode=enforce\nauthConfigPath={}\n",
+        "authMode=enforce\nauthConfigPath={}\nproxyProtocolAllowedAddresses=\n",
         acl.display()
     ))
     .await;

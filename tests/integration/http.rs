@@ -482,7 +482,7 @@ async fn with_auth_enforced_the_page_and_api_need_an_admin_account() {
     )
     .unwrap();
     let server = server_with(&format!(
-        "authMode=enforce\nauthConfigPath={}\n",
+        "authMode=enforce\nauthConfigPath={}\nproxyProtocolAllowedAddresses=\n",
         acl.display()
     ))
     .await;
