@@ -1,7 +1,10 @@
 //! One budget for every byte the server buffers on behalf of its connections: partial
-//! request frames and responses waiting to be written (`maxBufferedBytes`).
+//! request frames and responses waiting to be written (`maxBufferedBytes`), and, before that,
+//! what a connection's prelude holds (a PROXY header being read, a TLS handshake waiting for
+//! its client).
 //!
-//! Each connection has a [`Holding`] and reports what its buffers hold after every change.
+//! Each connection has a [`Holding`] from its accept on and reports what its buffers hold
+//! after every change.
 //! Two rules keep the total bounded while well-behaved clients carry on:
 //!
 //! - **Stop reading the heaviest.** Once more than half the budget is in use, a connection
@@ -49,7 +52,9 @@ pub(super) struct Budget {
 
 #[derive(Debug)]
 struct Account {
-    peer: SocketAddr,
+    /// The client, as logged when the budget closes the connection: the socket's peer until a
+    /// PROXY header names another.
+    peer: Mutex<SocketAddr>,
     held: AtomicUsize,
     closed: AtomicBool,
     close: Notify,
@@ -78,7 +83,7 @@ impl Budget {
     /// Opens the account of a new connection.
     pub fn open(self: &Arc<Self>, conn: ConnId, peer: SocketAddr) -> Holding {
         let account = Arc::new(Account {
-            peer,
+            peer: Mutex::new(peer),
             held: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             close: Notify::new(),
@@ -133,7 +138,7 @@ impl Budget {
             account.close.notify_one();
             if let Some(suppressed) = self.closings.lock().ready() {
                 tracing::warn!(
-                    peer = %account.peer,
+                    peer = %account.peer.lock(),
                     held,
                     budget = self.limit,
                     closed_since_last_report = suppressed,
@@ -145,6 +150,16 @@ impl Budget {
 }
 
 impl Holding {
+    /// The connection this share belongs to.
+    pub fn conn(&self) -> ConnId {
+        self.conn
+    }
+
+    /// Names `peer` as the connection's client from now on (a PROXY header's source).
+    pub fn relabel(&self, peer: SocketAddr) {
+        *self.account.peer.lock() = peer;
+    }
+
     /// Records that the connection's buffers now hold `bytes`. `false` when the connection
     /// has been closed for the budget (possibly by this very report): it must end now.
     pub fn report(&self, bytes: usize) -> bool {
