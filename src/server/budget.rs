@@ -12,8 +12,8 @@
 //!   connections holding anything, and never less than [`LIGHT`]) handles no further request
 //!   until its peer has read them. A client that reads its answers never reaches that.
 //! - **Close the worst offender.** When a report takes the total past the budget, the
-//!   connection holding the most is closed at once, and the next, until the total is within
-//!   the budget again. Its bytes leave the count when it is chosen; its buffers are freed as
+//!   connection holding the most is closed at once, and the next, until the total is a
+//!   sixteenth below the budget again. Its bytes leave the count when it is chosen; its buffers are freed as
 //!   its task ends. A partial frame cannot drain without more reading, so this rule is what
 //!   bounds many large partial frames.
 //!
@@ -117,19 +117,25 @@ impl Budget {
         }
     }
 
-    /// Closes the connections holding the most until the total is within the budget.
+    /// Closes the connections holding the most until the total is back under
+    /// [`Budget::target`]. One pass ranks every account, so a flood of heavy connections (a
+    /// reconnecting attacker's stalled handshakes, say) costs one pass per sixteenth of the
+    /// budget, not one per connection.
     fn enforce(&self) {
         if self.used() <= self.limit {
             return;
         }
         let accounts = self.accounts.lock();
-        while self.used() > self.limit {
-            let heaviest = accounts
-                .values()
-                .filter(|a| !a.closed.load(Ordering::Acquire))
-                .max_by_key(|a| a.held.load(Ordering::Acquire));
-            let Some(account) = heaviest else { break };
-            if account.held.load(Ordering::Acquire) == 0 {
+        let target = self.target();
+        let mut ranked: Vec<(usize, &Arc<Account>)> = accounts
+            .values()
+            .filter(|a| !a.closed.load(Ordering::Acquire))
+            .map(|a| (a.held.load(Ordering::Acquire), a))
+            .filter(|(held, _)| *held > 0)
+            .collect();
+        ranked.sort_unstable_by_key(|(held, _)| std::cmp::Reverse(*held));
+        for (_, account) in ranked {
+            if self.used() <= target {
                 break;
             }
             account.closed.store(true, Ordering::Release);
@@ -146,6 +152,11 @@ impl Budget {
                 );
             }
         }
+    }
+
+    /// Where closing stops once the budget was exceeded: a sixteenth below it.
+    fn target(&self) -> usize {
+        self.limit - self.limit / 16
     }
 }
 

@@ -53,9 +53,16 @@ const TLS_HANDSHAKE: u8 = 0x16;
 const FIRST_READ: usize = proxy::V2_SIGNATURE.len();
 
 /// What a TLS handshake waiting for its client is counted for in the buffer budget besides
-/// the bytes rustls has read: its connection state and buffers (about 14 KB were measured for
-/// a stalled handshake with a small ClientHello).
+/// the buffer of what rustls has read: its connection state (about 14 KB were measured for a
+/// stalled handshake with a small ClientHello).
 const HANDSHAKE_STATE: usize = 16 * 1024;
+
+/// What a handshake that has read `taken` bytes is counted for. rustls keeps a partial
+/// handshake message in a buffer that grows by doubling, so what it has allocated is up to
+/// the next power of two of what it has read.
+fn handshake_cost(taken: usize) -> usize {
+    HANDSHAKE_STATE + taken.next_power_of_two()
+}
 
 /// A connection after its prelude.
 #[derive(Debug)]
@@ -308,7 +315,7 @@ impl Prelude {
             let polled = Pin::new(&mut accept).poll(cx);
             if polled.is_pending() {
                 let taken = accept.get_ref().map_or(0, Started::taken);
-                if !holding.report(HANDSHAKE_STATE + taken) {
+                if !holding.report(handshake_cost(taken)) {
                     return Poll::Ready(Err(PreludeError::Evicted));
                 }
             }
