@@ -434,3 +434,25 @@ async fn stalled_handshakes_are_counted_in_the_budget_which_closes_them() {
         "the other is still counted"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_peer_that_closes_after_part_of_a_signature_is_seen_at_once() {
+    let m = Metrics::default();
+    let p = prelude(ServerMode::Permissive, "*");
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mut client = TcpStream::connect(listener.local_addr().unwrap())
+        .await
+        .unwrap();
+    client.write_all(b"PRO").await.unwrap();
+    client.shutdown().await.unwrap();
+    let (stream, peer) = listener.accept().await.unwrap();
+    let start = Instant::now();
+    let result = p.run(stream, peer, None, &holding(peer), &m).await;
+    assert!(
+        matches!(result, Err(PreludeError::Eof)),
+        "{:?}",
+        result.map(|(_, a)| a)
+    );
+    // On the paused clock: not at the handshake deadline, where peeking would have seen it.
+    assert!(start.elapsed() < Duration::from_secs(1));
+}
