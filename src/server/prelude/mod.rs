@@ -19,6 +19,7 @@
 //! budget like any connection that holds too much.
 
 pub mod proxy;
+mod read;
 mod stream;
 
 use std::future::Future;
@@ -28,7 +29,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use bytes::{BufMut, Bytes};
+use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
@@ -41,6 +42,7 @@ use crate::config::Settings;
 use crate::metrics::{Metrics, Prelude as Outcome};
 use crate::tls::{ServerMode, ServerTls, TlsError, TlsSettings};
 use proxy::{Detect, ProxyError};
+use read::{detect, read_more, read_proxy};
 pub use stream::Started;
 
 /// How often each kind of refusal or failure is logged at most.
@@ -348,65 +350,6 @@ async fn within<T>(
     tokio::time::timeout_at(deadline, f)
         .await
         .map_err(|_| PreludeError::Timeout(limit))
-}
-
-/// Reads into `head` what the socket has, up to `upto` bytes in all, waiting for the
-/// socket's readiness (so a silent peer costs nothing until it sends or closes).
-async fn read_more(
-    socket: &TcpStream,
-    head: &mut Vec<u8>,
-    upto: usize,
-) -> Result<(), PreludeError> {
-    let room = upto.saturating_sub(head.len());
-    head.reserve_exact(room);
-    loop {
-        socket.readable().await?;
-        // Into the spare room only: no zeroing, and nothing half-done if the wait is dropped.
-        match socket.try_read_buf(&mut (&mut *head).limit(room)) {
-            Ok(0) => return Err(PreludeError::Eof),
-            Ok(_) => return Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-}
-
-/// Reads until the first bytes say whether a PROXY header starts here: every wait is for
-/// new bytes, as a connection whose bytes so far are a prefix of a signature has nothing
-/// else to offer.
-async fn detect(socket: &TcpStream, head: &mut Vec<u8>) -> Result<Detect, PreludeError> {
-    loop {
-        match proxy::detect(head) {
-            Detect::NeedMore => read_more(socket, head, FIRST_READ).await?,
-            decided => return Ok(decided),
-        }
-    }
-}
-
-/// Reads the PROXY header that starts `head` and parses it; bytes read past its end stay in
-/// `head` (they are the client's own).
-async fn read_proxy(
-    socket: &TcpStream,
-    head: &mut Vec<u8>,
-    holding: &Holding,
-) -> Result<proxy::Header, PreludeError> {
-    loop {
-        match proxy::parse(head) {
-            Err(ProxyError::Incomplete) => {}
-            parsed => return parsed.map_err(PreludeError::Proxy),
-        }
-        // No further than the header can reach: a v2 header's length is known after its
-        // fixed part, and a v1 line ends within its first 107 bytes.
-        let upto = match proxy::detect(head) {
-            Detect::V2 if head.len() >= proxy::V2_FIXED_LEN => proxy::v2_len(head),
-            Detect::V2 => proxy::V2_FIXED_LEN,
-            _ => proxy::V1_MAX_LEN,
-        };
-        if !holding.report(upto) {
-            return Err(PreludeError::Evicted);
-        }
-        read_more(socket, head, upto).await?;
-    }
 }
 
 #[cfg(test)]
