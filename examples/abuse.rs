@@ -8,7 +8,12 @@
 //! - `zlib`: two clients sending registrations whose zlib body inflates past the cap;
 //! - `kv-writes`: 30 MB of KV data, two clients PUTting 16 KiB values in a loop (PUTs/s);
 //! - `unread`: 1 000 connections pipelining 40 requests for a 1 MiB KV list, never reading;
-//! - `partial`: 100 connections each sending all but the last byte of a 15 MB frame.
+//! - `partial`: 100 connections each sending all but the last byte of a 15 MB frame;
+//! - `prox`: 8 000 connections that send only `PROX` (a strict prefix of a PROXY signature),
+//!   reconnecting when the handshake timeout closes them; its control `tls-prefix` sends only
+//!   the first three bytes of a TLS record instead. Both report the server's CPU use;
+//! - `hellos`: 5 000 connections that send 48 KiB of a ClientHello claiming 60 000 bytes and
+//!   stall (TLS handshakes the buffer budget must count), reconnecting when closed.
 //!
 //! It samples the server's RSS, reports lookup p50/p99/max per scenario, the RSS peak and the
 //! lowest RSS within ten seconds after the attackers are gone, and ends with one JSON line. It exits 0 when
@@ -75,6 +80,8 @@ struct Outcome {
     rss_after_mb: u64,
     /// KV PUTs acknowledged per second (kv-writes only).
     puts_per_s: Option<f64>,
+    /// The server's CPU use during the attack, in % of one core.
+    cpu_pct: f64,
     /// The lookup p99 target, in ms.
     p99_target_ms: u32,
     ok: bool,
@@ -83,7 +90,7 @@ struct Outcome {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    if let Err(e) = sys::ensure_nofile(3000) {
+    if let Err(e) = sys::ensure_nofile(9000) {
         eprintln!("abuse: {e}");
         return ExitCode::from(2);
     }
@@ -102,7 +109,16 @@ async fn main() -> ExitCode {
         sys::cpus(),
         sys::loadavg()
     );
-    let all = ["ext-fields", "zlib", "kv-writes", "unread", "partial"];
+    let all = [
+        "ext-fields",
+        "zlib",
+        "kv-writes",
+        "unread",
+        "partial",
+        "prox",
+        "tls-prefix",
+        "hellos",
+    ];
     let mut outcomes = Vec::new();
     for name in all {
         if !args.only.is_empty() && !args.only.iter().any(|o| o == name) {
@@ -117,12 +133,12 @@ async fn main() -> ExitCode {
         }
     }
     println!(
-        "| scenario | lookups | p50 ms | p99 ms | max ms | failed | RSS before / peak / after MB | PUT/s | ok |"
+        "| scenario | lookups | p50 ms | p99 ms | max ms | failed | RSS before / peak / after MB | PUT/s | CPU % | ok |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for o in &outcomes {
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} / {} / {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} / {} / {} | {} | {:.0} | {} |",
             o.scenario,
             o.lookups.n,
             ms(o.lookups.p50_us),
@@ -133,6 +149,7 @@ async fn main() -> ExitCode {
             o.rss_peak_mb,
             o.rss_after_mb,
             o.puts_per_s.map_or("-".into(), |p| format!("{p:.0}")),
+            o.cpu_pct,
             if o.ok { "yes" } else { "NO" }
         );
     }
@@ -185,9 +202,13 @@ async fn run(bin: &std::path::Path, name: &'static str, secs: Duration) -> Resul
                 .block_on(lookups(addr, stop))
         })
     };
+    let ticks_before = sys::cpu_ticks(srv.pid).unwrap_or(0);
     let attack = attack(name, addr, secs, &mut setup);
     let attackers = attack.await;
     let elapsed = secs.as_secs_f64();
+    let ticks = sys::cpu_ticks(srv.pid).unwrap_or(0) - ticks_before;
+    // Clock ticks are 1/100 s.
+    let cpu_pct = ticks as f64 / elapsed;
     stop.store(true, Ordering::Relaxed);
     let (lat, failures) = lookups.join().map_err(|_| "the lookup thread panicked")?;
     let _ = sampler.await;
@@ -208,7 +229,7 @@ async fn run(bin: &std::path::Path, name: &'static str, secs: Duration) -> Resul
     let mut srv = srv;
     srv.stop(Duration::from_secs(15)).await;
     eprintln!(
-        "abuse: {name}: lookups p50 {} p99 {} max {} ms ({} failed), RSS {rss_before}/{rss_peak}/{rss_after} MB{}",
+        "abuse: {name}: lookups p50 {} p99 {} max {} ms ({} failed), RSS {rss_before}/{rss_peak}/{rss_after} MB, CPU {cpu_pct:.0} %{}",
         ms(lat.p50_us),
         ms(lat.p99_us),
         ms(lat.max_us),
@@ -223,6 +244,7 @@ async fn run(bin: &std::path::Path, name: &'static str, secs: Duration) -> Resul
         rss_peak_mb: rss_peak,
         rss_after_mb: rss_after,
         puts_per_s: puts,
+        cpu_pct,
         p99_target_ms,
         ok,
     })
@@ -405,8 +427,64 @@ async fn attack(
             tokio::time::sleep_until(deadline).await;
             held
         }
+        "prox" => {
+            hold_prefixed(8000, addr, deadline, Arc::from(&b"PROX"[..])).await;
+            Vec::new()
+        }
+        "tls-prefix" => {
+            hold_prefixed(8000, addr, deadline, Arc::from(&[0x16, 0x03, 0x01][..])).await;
+            Vec::new()
+        }
+        "hellos" => {
+            hold_prefixed(5000, addr, deadline, partial_client_hello().into()).await;
+            Vec::new()
+        }
         other => unreachable!("unknown scenario {other}"),
     }
+}
+
+/// Keeps `n` connections open until `deadline` that each send `prefix` and then nothing,
+/// opening a new one whenever the server closes one (after a pause, so that a closing server
+/// is not met with a busy loop).
+async fn hold_prefixed(n: usize, addr: SocketAddr, deadline: Instant, prefix: Arc<[u8]>) {
+    let tasks: Vec<_> = (0..n)
+        .map(|_| {
+            let prefix = prefix.clone();
+            tokio::spawn(async move {
+                while Instant::now() < deadline {
+                    if let Ok(mut s) = tokio::net::TcpStream::connect(addr).await
+                        && s.write_all(&prefix).await.is_ok()
+                    {
+                        let mut byte = [0u8; 1];
+                        let read = tokio::io::AsyncReadExt::read(&mut s, &mut byte);
+                        let _ = tokio::time::timeout_at(deadline, read).await;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        let _ = t.await;
+    }
+}
+
+/// Three full TLS records of a ClientHello that claims 60 000 bytes: a handshake that must
+/// hold all of them while it waits for the rest.
+fn partial_client_hello() -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..3 {
+        out.extend_from_slice(&[0x16, 0x03, 0x01]);
+        out.extend_from_slice(&16_384u16.to_be_bytes());
+        let mut payload = vec![0u8; 16_384];
+        if i == 0 {
+            payload[0] = 1; // client_hello
+            payload[1..4].copy_from_slice(&60_000u32.to_be_bytes()[1..]);
+            payload[4..6].copy_from_slice(&[3, 3]);
+        }
+        out.extend_from_slice(&payload);
+    }
+    out
 }
 
 /// Runs `n` loops of `one` until `deadline`.

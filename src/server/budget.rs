@@ -1,7 +1,10 @@
 //! One budget for every byte the server buffers on behalf of its connections: partial
-//! request frames and responses waiting to be written (`maxBufferedBytes`).
+//! request frames and responses waiting to be written (`maxBufferedBytes`), and, before that,
+//! what a connection's prelude holds (a PROXY header being read, a TLS handshake waiting for
+//! its client).
 //!
-//! Each connection has a [`Holding`] and reports what its buffers hold after every change.
+//! Each connection has a [`Holding`] from its accept on and reports what its buffers hold
+//! after every change.
 //! Two rules keep the total bounded while well-behaved clients carry on:
 //!
 //! - **Stop reading the heaviest.** Once more than half the budget is in use, a connection
@@ -9,8 +12,8 @@
 //!   connections holding anything, and never less than [`LIGHT`]) handles no further request
 //!   until its peer has read them. A client that reads its answers never reaches that.
 //! - **Close the worst offender.** When a report takes the total past the budget, the
-//!   connection holding the most is closed at once, and the next, until the total is within
-//!   the budget again. Its bytes leave the count when it is chosen; its buffers are freed as
+//!   connection holding the most is closed at once, and the next, until the total is a
+//!   sixteenth below the budget again. Its bytes leave the count when it is chosen; its buffers are freed as
 //!   its task ends. A partial frame cannot drain without more reading, so this rule is what
 //!   bounds many large partial frames.
 //!
@@ -49,7 +52,9 @@ pub(super) struct Budget {
 
 #[derive(Debug)]
 struct Account {
-    peer: SocketAddr,
+    /// The client, as logged when the budget closes the connection: the socket's peer until a
+    /// PROXY header names another.
+    peer: Mutex<SocketAddr>,
     held: AtomicUsize,
     closed: AtomicBool,
     close: Notify,
@@ -78,7 +83,7 @@ impl Budget {
     /// Opens the account of a new connection.
     pub fn open(self: &Arc<Self>, conn: ConnId, peer: SocketAddr) -> Holding {
         let account = Arc::new(Account {
-            peer,
+            peer: Mutex::new(peer),
             held: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             close: Notify::new(),
@@ -112,19 +117,25 @@ impl Budget {
         }
     }
 
-    /// Closes the connections holding the most until the total is within the budget.
+    /// Closes the connections holding the most until the total is back under
+    /// [`Budget::target`]. One pass ranks every account, so a flood of heavy connections (a
+    /// reconnecting attacker's stalled handshakes, say) costs one pass per sixteenth of the
+    /// budget, not one per connection.
     fn enforce(&self) {
         if self.used() <= self.limit {
             return;
         }
         let accounts = self.accounts.lock();
-        while self.used() > self.limit {
-            let heaviest = accounts
-                .values()
-                .filter(|a| !a.closed.load(Ordering::Acquire))
-                .max_by_key(|a| a.held.load(Ordering::Acquire));
-            let Some(account) = heaviest else { break };
-            if account.held.load(Ordering::Acquire) == 0 {
+        let target = self.target();
+        let mut ranked: Vec<(usize, &Arc<Account>)> = accounts
+            .values()
+            .filter(|a| !a.closed.load(Ordering::Acquire))
+            .map(|a| (a.held.load(Ordering::Acquire), a))
+            .filter(|(held, _)| *held > 0)
+            .collect();
+        ranked.sort_unstable_by_key(|(held, _)| std::cmp::Reverse(*held));
+        for (_, account) in ranked {
+            if self.used() <= target {
                 break;
             }
             account.closed.store(true, Ordering::Release);
@@ -133,7 +144,7 @@ impl Budget {
             account.close.notify_one();
             if let Some(suppressed) = self.closings.lock().ready() {
                 tracing::warn!(
-                    peer = %account.peer,
+                    peer = %account.peer.lock(),
                     held,
                     budget = self.limit,
                     closed_since_last_report = suppressed,
@@ -142,9 +153,24 @@ impl Budget {
             }
         }
     }
+
+    /// Where closing stops once the budget was exceeded: a sixteenth below it.
+    fn target(&self) -> usize {
+        self.limit - self.limit / 16
+    }
 }
 
 impl Holding {
+    /// The connection this share belongs to.
+    pub fn conn(&self) -> ConnId {
+        self.conn
+    }
+
+    /// Names `peer` as the connection's client from now on (a PROXY header's source).
+    pub fn relabel(&self, peer: SocketAddr) {
+        *self.account.peer.lock() = peer;
+    }
+
     /// Records that the connection's buffers now hold `bytes`. `false` when the connection
     /// has been closed for the budget (possibly by this very report): it must end now.
     pub fn report(&self, bytes: usize) -> bool {

@@ -114,17 +114,19 @@ struct Conn<'a> {
 }
 
 /// Serves one connection until it closes, fails, idles out (after `idle` without a byte,
-/// if set), is closed for the buffer budget, or `cancel` fires.
+/// if set), is closed for the buffer budget, or `cancel` fires. `holding` is its share of the
+/// budget, opened when it was accepted (its prelude reported to it first).
 pub(super) async fn serve(
     transport: Transport,
     peer: SocketAddr,
-    conn: ConnId,
+    holding: Holding,
     idle: Option<std::time::Duration>,
     state: Namesrv,
     server: &Server,
     cancel: CancellationToken,
 ) {
     let mut io = Io::new(transport);
+    let conn = holding.conn();
     let mut c = Conn {
         state,
         server,
@@ -132,7 +134,7 @@ pub(super) async fn serve(
         peer,
         registered_broker: false,
         idle,
-        holding: server.budget.open(conn, peer),
+        holding,
         in_flight: 0,
     };
     let Err(end) = c.run(&mut io, &cancel).await;

@@ -1,5 +1,6 @@
 //! The byte stream a connection reads frames from and writes responses to: the socket's own
-//! halves for plaintext, or a TLS session over the socket.
+//! halves for plaintext (after the bytes the prelude read ahead), or a TLS session over the
+//! socket.
 //!
 //! Reading follows the plaintext design of `connection.rs` in both cases: wait until bytes
 //! are there, then take a buffer and read what is available without waiting, so a connection
@@ -12,13 +13,12 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf};
-use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio_rustls::server::TlsStream;
 
-use super::prelude::Transport;
+use super::prelude::{Started, Transport};
 
 /// Plaintext read in one go from a TLS session before the frames are handled (more is read on
 /// the next turn, without waiting).
@@ -26,11 +26,16 @@ const TLS_READ_BATCH: usize = 256 * 1024;
 
 /// A connection's byte stream.
 pub(super) enum Io {
-    /// The socket, split so reading and writing need no lock.
-    Plain(OwnedReadHalf, OwnedWriteHalf),
+    /// The socket, split so reading and writing need no lock; `head` holds the bytes the
+    /// prelude read, which come first.
+    Plain {
+        head: Bytes,
+        r: OwnedReadHalf,
+        w: OwnedWriteHalf,
+    },
     /// TLS over the socket; `more` says rustls may hold plaintext already decrypted.
     Tls {
-        stream: Box<TlsStream<TcpStream>>,
+        stream: Box<TlsStream<Started>>,
         more: bool,
     },
 }
@@ -39,13 +44,14 @@ impl Io {
     /// The stream of a connection whose prelude chose `transport`.
     pub fn new(transport: Transport) -> Io {
         match transport {
-            Transport::Plain(stream) => {
+            Transport::Plain(started) => {
+                let (head, stream) = started.into_parts();
                 let _ = stream.set_nodelay(true);
                 let (r, w) = stream.into_split();
-                Io::Plain(r, w)
+                Io::Plain { head, r, w }
             }
             Transport::Tls(stream) => {
-                let _ = stream.get_ref().0.set_nodelay(true);
+                let _ = stream.get_ref().0.socket().set_nodelay(true);
                 // The handshake may have read the first request's records already.
                 Io::Tls { stream, more: true }
             }
@@ -55,7 +61,8 @@ impl Io {
     /// Waits until a read may return bytes (or the end of the stream).
     pub async fn readable(&self) -> io::Result<()> {
         match self {
-            Io::Plain(r, _) => r.readable().await,
+            Io::Plain { head, .. } if !head.is_empty() => Ok(()),
+            Io::Plain { r, .. } => r.readable().await,
             Io::Tls { more: true, .. } => Ok(()),
             Io::Tls { stream, .. } => stream.get_ref().0.readable().await,
         }
@@ -65,7 +72,11 @@ impl Io {
     /// `WouldBlock` when nothing was there after all.
     pub fn try_read_buf(&mut self, input: &mut BytesMut, chunk: usize) -> io::Result<usize> {
         match self {
-            Io::Plain(r, _) => {
+            Io::Plain { head, .. } if !head.is_empty() => {
+                input.extend_from_slice(head);
+                Ok(std::mem::take(head).len())
+            }
+            Io::Plain { r, .. } => {
                 if input.capacity() - input.len() < chunk {
                     input.reserve(chunk);
                 }
@@ -107,7 +118,7 @@ impl Io {
     /// Writes some of `output`, as `AsyncWriteExt::write_buf`.
     pub async fn write_buf(&mut self, output: &mut BytesMut) -> io::Result<usize> {
         match self {
-            Io::Plain(_, w) => w.write_buf(output).await,
+            Io::Plain { w, .. } => w.write_buf(output).await,
             Io::Tls { stream, .. } => stream.write_buf(output).await,
         }
     }
@@ -115,7 +126,7 @@ impl Io {
     /// Sends what a TLS session still holds; nothing to do for plaintext.
     pub async fn flush(&mut self) -> io::Result<()> {
         match self {
-            Io::Plain(..) => Ok(()),
+            Io::Plain { .. } => Ok(()),
             Io::Tls { stream, .. } => stream.flush().await,
         }
     }
@@ -123,7 +134,7 @@ impl Io {
     /// Closes the sending side (TLS: `close_notify` first).
     pub async fn shutdown(&mut self) {
         let _ = match self {
-            Io::Plain(_, w) => w.shutdown().await,
+            Io::Plain { w, .. } => w.shutdown().await,
             Io::Tls { stream, .. } => stream.shutdown().await,
         };
     }

@@ -297,12 +297,14 @@ pub async fn run(
                     let idle = (idle_seconds > 0).then(|| Duration::from_secs(idle_seconds as u64));
                     // Boxed: the handshake's state is large and needed only until it is done,
                     // so it must not stay in every connection's task for the connection's life.
+                    // The budget counts the connection from here: a prelude holds buffers too.
+                    let holding = server.budget.open(conn, peer);
                     let prelude = tokio::select! {
-                        done = Box::pin(server.config.prelude.run(stream, peer, idle, state.metrics())) => done.ok(),
+                        done = Box::pin(server.config.prelude.run(stream, peer, idle, &holding, state.metrics())) => done.ok(),
                         _ = token.cancelled() => None,
                     };
                     if let Some((transport, client)) = prelude {
-                        connection::serve(transport, client, conn, idle, state, &server, token).await;
+                        connection::serve(transport, client, holding, idle, state, &server, token).await;
                     }
                     connections.0.lock().remove(&conn);
                     drop((permit, open));

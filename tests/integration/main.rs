@@ -22,6 +22,7 @@ mod hardening_config;
 mod hardening_files;
 mod hardening_http;
 mod hardening_logs;
+mod hardening_prelude;
 mod http;
 mod kv;
 mod kv_limits;

@@ -3,32 +3,47 @@
 //! turns an accepted [`TcpStream`] into a [`Transport`] (plain or TLS) and the client's address
 //! (the one a PROXY header carries, else the socket's).
 //!
-//! Bytes are only *peeked* until the decision is made, and a PROXY header is read exactly, so a
-//! plaintext connection reaches the frame layer as the untouched `TcpStream` it was: permissive
-//! mode costs a plaintext client one `recv(MSG_PEEK)`.
+//! The prelude *reads* the bytes it judges, waiting on the socket's readiness like any reader,
+//! and hands them on in front of the socket ([`Started`]): the frame layer or rustls reads them
+//! first, so it sees exactly what the client sent after any PROXY header. A connection whose
+//! bytes so far are a prefix of a PROXY signature is therefore woken only by new bytes.
 //!
 //! Time limits: waiting for a connection's first byte (or the first byte after a PROXY header)
 //! is ordinary idleness, bounded by the idle timeout as for any connection; once a PROXY header
 //! or a TLS ClientHello has begun, it must be complete within `handshakeTimeoutMillis`. Each
 //! connection runs its prelude on its own task, so a stalled one delays nobody else.
+//!
+//! Memory: what a prelude holds — a PROXY header being read, a TLS handshake's state and the
+//! bytes rustls has read — is reported to the buffer budget (`maxBufferedBytes`, see
+//! [`super::budget`]) under the connection's account, so stalled handshakes are closed by the
+//! budget like any connection that holds too much.
 
 pub mod proxy;
+mod read;
+mod stream;
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
+use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_rustls::server::TlsStream;
 
+use super::budget::Holding;
 use super::log_limit::LogLimit;
 use crate::auth::address::{AddressPattern, PatternError};
 use crate::config::Settings;
 use crate::metrics::{Metrics, Prelude as Outcome};
 use crate::tls::{ServerMode, ServerTls, TlsError, TlsSettings};
 use proxy::{Detect, ProxyError};
+use read::{detect, read_more, read_proxy};
+pub use stream::Started;
 
 /// How often each kind of refusal or failure is logged at most.
 const LOG_INTERVAL: Duration = Duration::from_secs(10);
@@ -36,12 +51,28 @@ const LOG_INTERVAL: Duration = Duration::from_secs(10);
 /// The first byte of a TLS record carrying a handshake message.
 const TLS_HANDSHAKE: u8 = 0x16;
 
+/// Bytes read at first: enough for either PROXY signature, so one read usually decides.
+const FIRST_READ: usize = proxy::V2_SIGNATURE.len();
+
+/// What a TLS handshake waiting for its client is counted for in the buffer budget besides
+/// the buffer of what rustls has read: its connection state (about 14 KB were measured for a
+/// stalled handshake with a small ClientHello).
+const HANDSHAKE_STATE: usize = 16 * 1024;
+
+/// What a handshake that has read `taken` bytes is counted for. rustls keeps a partial
+/// handshake message in a buffer that grows by doubling, so what it has allocated is up to
+/// the next power of two of what it has read.
+fn handshake_cost(taken: usize) -> usize {
+    HANDSHAKE_STATE + taken.next_power_of_two()
+}
+
 /// A connection after its prelude.
+#[derive(Debug)]
 pub enum Transport {
-    /// Plaintext frames on the socket itself.
-    Plain(TcpStream),
+    /// Plaintext frames on the socket, after the bytes the prelude read.
+    Plain(Started),
     /// Frames inside TLS.
-    Tls(Box<TlsStream<TcpStream>>),
+    Tls(Box<TlsStream<Started>>),
 }
 
 /// Why a connection ended during its prelude.
@@ -78,6 +109,9 @@ pub enum PreludeError {
     /// The TLS handshake failed.
     #[error("TLS handshake failed: {0}")]
     Handshake(std::io::Error),
+    /// The buffer budget closed the connection (it logs its closings).
+    #[error("closed for the buffer budget")]
+    Evicted,
 }
 
 /// The peers allowed to send a PROXY header (`proxyProtocolAllowedAddresses`): address
@@ -185,17 +219,22 @@ impl Prelude {
         self.0.tls.as_ref()
     }
 
-    /// Runs the prelude of `stream` from `peer`; `idle` bounds the waits for a first byte.
-    /// The outcome is counted in `metrics`, and failures are logged (each kind at most once per
-    /// interval) before returning.
-    pub async fn run(
+    /// Runs the prelude of `stream` from `peer`; `idle` bounds the waits for a first byte, and
+    /// what the prelude buffers is reported to `holding`, the connection's share of the buffer
+    /// budget. The outcome is counted in `metrics`, and failures are logged (each kind at most
+    /// once per interval) before returning.
+    pub(super) async fn run(
         &self,
         stream: TcpStream,
         peer: SocketAddr,
         idle: Option<Duration>,
+        holding: &Holding,
         metrics: &Metrics,
     ) -> Result<(Transport, SocketAddr), PreludeError> {
-        let result = self.decide(stream, peer, idle, metrics).await;
+        let result = tokio::select! {
+            done = self.decide(stream, peer, idle, holding, metrics) => done,
+            _ = holding.closed() => Err(PreludeError::Evicted),
+        };
         match &result {
             Ok((Transport::Tls(_), _)) => metrics.prelude(Outcome::TlsHandshake),
             Ok(_) => {}
@@ -206,7 +245,10 @@ impl Prelude {
 
     fn record(&self, e: &PreludeError, peer: SocketAddr, metrics: &Metrics) {
         let (outcome, throttle) = match e {
-            PreludeError::Eof | PreludeError::Idle | PreludeError::Io(_) => return,
+            PreludeError::Eof
+            | PreludeError::Idle
+            | PreludeError::Io(_)
+            | PreludeError::Evicted => return,
             PreludeError::TlsRefused => (Outcome::TlsRefused, &self.0.refusals),
             PreludeError::PlainRefused => (Outcome::PlainRefused, &self.0.refusals),
             PreludeError::ProxyNotAllowed => (Outcome::ProxyNotAllowed, &self.0.failures),
@@ -222,98 +264,85 @@ impl Prelude {
 
     async fn decide(
         &self,
-        stream: TcpStream,
+        socket: TcpStream,
         peer: SocketAddr,
         idle: Option<Duration>,
+        holding: &Holding,
         metrics: &Metrics,
     ) -> Result<(Transport, SocketAddr), PreludeError> {
+        let limit = self.0.handshake_timeout;
         let mut client = peer;
-        let mut start = [0u8; proxy::V2_SIGNATURE.len()];
-        let (n, deadline) = self.first_bytes(&stream, &mut start, idle).await?;
-        let detected = self.detect(&stream, &mut start, n, deadline).await?;
-        let first = if detected == Detect::NotProxy {
-            start[0]
-        } else {
+        let mut head = Vec::new();
+        idle_wait(idle, read_more(&socket, &mut head, FIRST_READ)).await?;
+        let deadline = Instant::now() + limit;
+        let detected = within(deadline, limit, detect(&socket, &mut head)).await??;
+        if detected != Detect::NotProxy {
             if !self.0.proxy_from.allows(peer.ip()) {
                 return Err(PreludeError::ProxyNotAllowed);
             }
-            let header = within(
-                deadline,
-                self.0.handshake_timeout,
-                read_proxy(&stream, detected),
-            )
-            .await??;
+            let header = within(deadline, limit, read_proxy(&socket, &mut head, holding)).await??;
             metrics.prelude(Outcome::ProxyHeader);
             if let Some(source) = header.source {
                 tracing::debug!(%peer, client = %source, "PROXY header");
                 client = source;
+                holding.relabel(source);
             }
-            let mut next = [0u8; 1];
-            self.first_bytes(&stream, &mut next, idle).await?;
-            next[0]
-        };
-        let tls = first == TLS_HANDSHAKE;
+            head.drain(..header.len);
+            if head.is_empty() {
+                idle_wait(idle, read_more(&socket, &mut head, FIRST_READ)).await?;
+            }
+        }
+        let tls = head[0] == TLS_HANDSHAKE;
+        let started = Started::new(Bytes::from(head), socket);
         match (self.0.mode, tls, &self.0.tls) {
             (ServerMode::Disabled, true, _) => Err(PreludeError::TlsRefused),
             (ServerMode::Enforcing, false, _) => Err(PreludeError::PlainRefused),
-            (_, false, _) => Ok((Transport::Plain(stream), client)),
+            (_, false, _) => Ok((Transport::Plain(started), client)),
             (_, true, None) => Err(PreludeError::TlsRefused),
             (_, true, Some(material)) => {
-                let deadline = Instant::now() + self.0.handshake_timeout;
-                let accepted = within(
-                    deadline,
-                    self.0.handshake_timeout,
-                    material.acceptor().accept(stream),
-                )
-                .await?
-                .map_err(PreludeError::Handshake)?;
+                let accepted = self.handshake(material, started, holding).await?;
                 Ok((Transport::Tls(Box::new(accepted)), client))
             }
         }
     }
 
-    /// Peeks the first bytes, waiting at most `idle`; returns how many and the deadline the
-    /// handshake that begins with them must meet.
-    async fn first_bytes(
+    /// The TLS handshake, within the handshake timeout. While it waits for the client, what
+    /// rustls may hold — its state plus every byte it has read — is reported to the buffer
+    /// budget, which closes the heaviest connections when it is exceeded.
+    async fn handshake(
         &self,
-        stream: &TcpStream,
-        buf: &mut [u8],
-        idle: Option<Duration>,
-    ) -> Result<(usize, Instant), PreludeError> {
-        let n = match idle {
-            Some(idle) => tokio::time::timeout(idle, stream.peek(buf))
-                .await
-                .map_err(|_| PreludeError::Idle)??,
-            None => stream.peek(buf).await?,
-        };
-        if n == 0 {
-            return Err(PreludeError::Eof);
-        }
-        Ok((n, Instant::now() + self.0.handshake_timeout))
+        material: &ServerTls,
+        started: Started,
+        holding: &Holding,
+    ) -> Result<TlsStream<Started>, PreludeError> {
+        let mut accept = material.acceptor().accept(started);
+        // Bytes are read only while the handshake is polled, so reporting after each poll
+        // that must wait keeps the count current.
+        let counted = std::future::poll_fn(|cx| {
+            let polled = Pin::new(&mut accept).poll(cx);
+            if polled.is_pending() {
+                let taken = accept.get_ref().map_or(0, Started::taken);
+                if !holding.report(handshake_cost(taken)) {
+                    return Poll::Ready(Err(PreludeError::Evicted));
+                }
+            }
+            polled.map(|done| done.map_err(PreludeError::Handshake))
+        });
+        let limit = self.0.handshake_timeout;
+        within(Instant::now() + limit, limit, counted).await?
     }
+}
 
-    /// Classifies the start; while the bytes so far are a prefix of a PROXY signature, peeks
-    /// again (briefly sleeping: peeking does not consume, so readiness cannot be awaited).
-    async fn detect(
-        &self,
-        stream: &TcpStream,
-        start: &mut [u8],
-        mut n: usize,
-        deadline: Instant,
-    ) -> Result<Detect, PreludeError> {
-        loop {
-            match proxy::detect(&start[..n]) {
-                Detect::NeedMore => {}
-                decided => return Ok(decided),
-            }
-            // A peer that closes after a partial signature is seen only here, at the deadline:
-            // peeking keeps returning the bytes it left behind.
-            if Instant::now() >= deadline {
-                return Err(PreludeError::Timeout(self.0.handshake_timeout));
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            n = stream.peek(start).await?;
-        }
+/// Runs `f`, giving up after `idle` (if set) with [`PreludeError::Idle`].
+async fn idle_wait<T>(
+    idle: Option<Duration>,
+    f: impl Future<Output = Result<T, PreludeError>>,
+) -> Result<T, PreludeError> {
+    match idle {
+        Some(idle) => tokio::time::timeout(idle, f)
+            .await
+            .map_err(|_| PreludeError::Idle)?,
+        None => f.await,
     }
 }
 
@@ -321,69 +350,11 @@ impl Prelude {
 async fn within<T>(
     deadline: Instant,
     limit: Duration,
-    f: impl std::future::Future<Output = T>,
+    f: impl Future<Output = T>,
 ) -> Result<T, PreludeError> {
     tokio::time::timeout_at(deadline, f)
         .await
         .map_err(|_| PreludeError::Timeout(limit))
-}
-
-/// Reads exactly the PROXY header at the start of `stream` (nothing after it) and parses it.
-async fn read_proxy(stream: &TcpStream, detected: Detect) -> Result<proxy::Header, PreludeError> {
-    let mut header = Vec::with_capacity(proxy::V1_MAX_LEN + 1);
-    let needed = if detected == Detect::V2 {
-        proxy::V2_FIXED_LEN
-    } else {
-        0
-    };
-    if needed > 0 {
-        header.resize(needed, 0);
-        read_exact(stream, &mut header).await?;
-        let len = proxy::v2_len(&header);
-        if len > proxy::V2_MAX_LEN {
-            return Err(PreludeError::Proxy(ProxyError::TooLong));
-        }
-        header.resize(len, 0);
-        read_exact(stream, &mut header[needed..]).await?;
-        return proxy::parse(&header).map_err(PreludeError::Proxy);
-    }
-    // v1: peek for the CRLF and consume up to it; bytes peeked without one are consumed
-    // (they are part of the header) before waiting for more.
-    loop {
-        let mut chunk = [0u8; proxy::V1_MAX_LEN + 1];
-        let room = proxy::V1_MAX_LEN + 1 - header.len();
-        let n = stream.peek(&mut chunk[..room]).await?;
-        if n == 0 {
-            return Err(PreludeError::Eof);
-        }
-        let before = header.len();
-        header.extend_from_slice(&chunk[..n]);
-        match proxy::parse(&header) {
-            Ok(parsed) => {
-                let mut rest = vec![0u8; parsed.len - before];
-                read_exact(stream, &mut rest).await?;
-                return Ok(parsed);
-            }
-            Err(ProxyError::Incomplete) => {
-                read_exact(stream, &mut chunk[..n]).await?;
-            }
-            Err(e) => return Err(PreludeError::Proxy(e)),
-        }
-    }
-}
-
-async fn read_exact(stream: &TcpStream, buf: &mut [u8]) -> Result<(), PreludeError> {
-    let mut done = 0;
-    while done < buf.len() {
-        stream.readable().await?;
-        match stream.try_read(&mut buf[done..]) {
-            Ok(0) => return Err(PreludeError::Eof),
-            Ok(n) => done += n,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

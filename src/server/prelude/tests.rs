@@ -4,12 +4,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::proxy::{v1_header, v2_header};
 use super::*;
 use crate::metrics::Prelude as Outcome;
+use crate::server::budget::Budget;
+use crate::state::ConnId;
 use crate::tls::TlsSettings;
 
 fn test_mode_tls() -> ServerTls {
@@ -29,6 +31,11 @@ fn prelude(mode: ServerMode, proxy_from: &str) -> Prelude {
     )
 }
 
+/// A share of a budget too large to close anything.
+fn holding(peer: SocketAddr) -> Holding {
+    Budget::new(1 << 30).open(ConnId(1), peer)
+}
+
 /// Accepts one connection from a client that sends `bytes` (then keeps the socket open) and
 /// runs the prelude on it.
 async fn run_with(
@@ -42,10 +49,14 @@ async fn run_with(
         .unwrap();
     client.write_all(&bytes).await.unwrap();
     let (stream, peer) = listener.accept().await.unwrap();
-    (prelude.run(stream, peer, None, metrics).await, client)
+    let holding = holding(peer);
+    (
+        prelude.run(stream, peer, None, &holding, metrics).await,
+        client,
+    )
 }
 
-async fn read_available(stream: &mut TcpStream, len: usize) -> Vec<u8> {
+async fn read_available(stream: &mut (impl AsyncRead + Unpin), len: usize) -> Vec<u8> {
     let mut buf = vec![0u8; len];
     stream.read_exact(&mut buf).await.unwrap();
     buf
@@ -107,7 +118,11 @@ async fn a_header_split_across_segments_is_read_whole() {
     let (stream, peer) = listener.accept().await.unwrap();
     let server = tokio::spawn({
         let p = p.clone();
-        async move { p.run(stream, peer, None, &Metrics::default()).await }
+        async move {
+            let holding = holding(peer);
+            p.run(stream, peer, None, &holding, &Metrics::default())
+                .await
+        }
     });
     for part in [&header[..3], &header[3..20], &header[20..]] {
         client.write_all(part).await.unwrap();
@@ -141,7 +156,9 @@ async fn tls_round_trip(p: &Prelude, prefix: Vec<u8>, m: &Metrics) -> SocketAddr
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let client = tokio::spawn(tls_client(listener.local_addr().unwrap(), prefix));
     let (stream, peer) = listener.accept().await.unwrap();
-    let (Transport::Tls(mut tls), addr) = p.run(stream, peer, None, m).await.unwrap() else {
+    let holding = holding(peer);
+    let (Transport::Tls(mut tls), addr) = p.run(stream, peer, None, &holding, m).await.unwrap()
+    else {
         panic!("expected TLS")
     };
     let mut frame = vec![0u8; FRAME.len()];
@@ -270,8 +287,172 @@ async fn a_silent_connection_is_only_idle() {
         .unwrap();
     let (stream, peer) = listener.accept().await.unwrap();
     let result = p
-        .run(stream, peer, Some(Duration::from_secs(120)), &m)
+        .run(
+            stream,
+            peer,
+            Some(Duration::from_secs(120)),
+            &holding(peer),
+            &m,
+        )
         .await;
     assert!(matches!(result, Err(PreludeError::Idle)));
     assert_eq!(m.preludes(Outcome::Timeout), 0);
+}
+
+/// What a prelude run on a task of its own gives back.
+type Run = tokio::task::JoinHandle<Result<(Transport, SocketAddr), PreludeError>>;
+
+/// Spawns the prelude of `stream` and counts how often its task is polled: each poll is a
+/// wake-up, so the count is the work a connection that sends nothing more costs.
+fn counted_run(
+    p: &Prelude,
+    stream: TcpStream,
+    peer: SocketAddr,
+) -> (Run, Arc<std::sync::atomic::AtomicUsize>) {
+    let polls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = polls.clone();
+    let p = p.clone();
+    let mut run = Box::pin(async move {
+        let holding = holding(peer);
+        p.run(stream, peer, None, &holding, &Metrics::default())
+            .await
+    });
+    let task = tokio::spawn(std::future::poll_fn(move |cx| {
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        run.as_mut().poll(cx)
+    }));
+    (task, polls)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_strict_prefix_of_a_signature_is_woken_only_by_new_bytes() {
+    let p = prelude(ServerMode::Permissive, "*");
+    let source: SocketAddr = "203.0.113.9:4242".parse().unwrap();
+    let dest: SocketAddr = "10.0.0.1:9876".parse().unwrap();
+    for header in [
+        v1_header(source, dest),
+        v2_header(Some((source, dest)), &[]),
+    ] {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        // `PROX`, or half the v2 signature: a strict prefix, so the prelude must wait.
+        let cut = if header[0] == b'P' { 4 } else { 6 };
+        client.write_all(&header[..cut]).await.unwrap();
+        let (stream, peer) = listener.accept().await.unwrap();
+        let (task, polls) = counted_run(&p, stream, peer);
+        // Under the 5 s handshake timeout, with no byte arriving.
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        let idle_polls = polls.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            idle_polls <= 3,
+            "polled {idle_polls} times while no byte arrived"
+        );
+        client.write_all(&header[cut..]).await.unwrap();
+        client.write_all(FRAME).await.unwrap();
+        let (Transport::Plain(mut stream), addr) = task.await.unwrap().unwrap() else {
+            panic!("expected plaintext")
+        };
+        assert_eq!(addr, source);
+        assert_eq!(read_available(&mut stream, FRAME.len()).await, FRAME);
+    }
+}
+
+/// The first `records` full TLS records of a ClientHello that claims 60 000 bytes: rustls
+/// holds all of them while it waits for the rest.
+fn partial_client_hello(records: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..records {
+        out.extend_from_slice(&[0x16, 0x03, 0x01]);
+        out.extend_from_slice(&16_384u16.to_be_bytes());
+        let mut payload = vec![0u8; 16_384];
+        if i == 0 {
+            payload[0] = 1; // client_hello
+            payload[1..4].copy_from_slice(&60_000u32.to_be_bytes()[1..]);
+            payload[4..6].copy_from_slice(&[3, 3]);
+        }
+        out.extend_from_slice(&payload);
+    }
+    out
+}
+
+#[tokio::test(start_paused = true)]
+async fn stalled_handshakes_are_counted_in_the_budget_which_closes_them() {
+    let p = prelude(ServerMode::Permissive, "*");
+    let hello = partial_client_hello(3);
+    // Room for one stalled handshake, not two.
+    let budget = Budget::new(handshake_cost(hello.len()) + 8 * 1024);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mut clients = Vec::new();
+    let mut runs = Vec::new();
+    for id in 1..=2 {
+        let mut client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        client.write_all(&hello).await.unwrap();
+        clients.push(client);
+        let (stream, peer) = listener.accept().await.unwrap();
+        let holding = budget.open(ConnId(id), peer);
+        let p = p.clone();
+        runs.push(tokio::spawn(async move {
+            let result = p
+                .run(stream, peer, None, &holding, &Metrics::default())
+                .await;
+            (result.map(|(_, addr)| addr), holding.is_closed())
+        }));
+        // Until rustls has read what was sent: the first handshake is counted whole.
+        if id == 1 {
+            let counted = async {
+                while budget.used() < handshake_cost(hello.len()) {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            };
+            tokio::time::timeout(Duration::from_secs(1), counted)
+                .await
+                .expect("the stalled handshake is counted in the budget");
+        }
+    }
+    // The second handshake takes the total past the budget: the heavier of the two (both
+    // hold as much) is closed at once, long before the 5 s handshake timeout.
+    let [mut a, mut b] = <[_; 2]>::try_from(runs).unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(1), async {
+        tokio::select! {
+            done = &mut a => done.unwrap(),
+            done = &mut b => done.unwrap(),
+        }
+    })
+    .await
+    .expect("a handshake closed by the budget");
+    assert!(
+        matches!(first, (Err(PreludeError::Evicted), true)),
+        "{first:?}"
+    );
+    assert!(budget.used() <= handshake_cost(hello.len()) + 8 * 1024);
+    assert!(
+        budget.used() >= handshake_cost(hello.len()),
+        "the other is still counted"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_peer_that_closes_after_part_of_a_signature_is_seen_at_once() {
+    let m = Metrics::default();
+    let p = prelude(ServerMode::Permissive, "*");
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mut client = TcpStream::connect(listener.local_addr().unwrap())
+        .await
+        .unwrap();
+    client.write_all(b"PRO").await.unwrap();
+    client.shutdown().await.unwrap();
+    let (stream, peer) = listener.accept().await.unwrap();
+    let start = Instant::now();
+    let result = p.run(stream, peer, None, &holding(peer), &m).await;
+    assert!(
+        matches!(result, Err(PreludeError::Eof)),
+        "{:?}",
+        result.map(|(_, a)| a)
+    );
+    // On the paused clock: not at the handshake deadline, where peeking would have seen it.
+    assert!(start.elapsed() < Duration::from_secs(1));
 }
