@@ -18,6 +18,7 @@ mod crash;
 mod deploy;
 mod ext_fields;
 mod go_away;
+mod hardening_peers;
 mod http;
 mod kv;
 mod kv_limits;
