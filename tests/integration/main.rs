@@ -19,6 +19,7 @@ mod deploy;
 mod ext_fields;
 mod go_away;
 mod hardening_peers;
+mod hardening_takeover;
 mod http;
 mod kv;
 mod kv_limits;
