@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::task::{AbortHandle, JoinError, JoinSet};
+use tokio::task::{AbortHandle, Id, JoinError, JoinSet};
 use tokio::time::Instant;
 
 use super::{LiveBroker, PeerSettings, PeerView, Tracker, ask, differences};
@@ -31,14 +31,34 @@ pub fn retry_after(interval: Duration, failures: u32) -> Duration {
 
 /// A finished check.
 pub struct Done {
-    peer: String,
-    id: u64,
     /// The client back, unless the check was cut short (its connection is then in an
     /// unknown state and is dropped).
     client: Option<Client>,
     /// This node's brokers when the check began.
     ours: Arc<Vec<LiveBroker>>,
     view: Result<PeerView, String>,
+}
+
+/// Checks `peer` once, all its requests within `wait`.
+async fn check(
+    mut client: Client,
+    peer: String,
+    me: u64,
+    ours: Arc<Vec<LiveBroker>>,
+    wait: Duration,
+) -> Done {
+    match tokio::time::timeout(wait, ask::ask(&mut client, &peer, me, &ours)).await {
+        Ok(view) => Done {
+            client: Some(client),
+            ours,
+            view: view.map_err(|e| e.to_string()),
+        },
+        Err(_) => Done {
+            client: None,
+            ours,
+            view: Err(format!("the check took more than {} ms", wait.as_millis())),
+        },
+    }
 }
 
 /// The client a peer was asked with, and the settings it was made for.
@@ -50,8 +70,8 @@ struct Kept {
 struct Peer {
     /// Between checks; `None` while a check has it.
     kept: Option<Kept>,
-    /// The check in flight: its id and a handle to abort it.
-    asking: Option<(u64, AbortHandle)>,
+    /// The check in flight (its task's id tells its result from a stale one).
+    asking: Option<AbortHandle>,
     due: Instant,
     failures: u32,
     /// What the last check found; `None` before the first one ended.
@@ -63,7 +83,6 @@ pub struct Checks {
     me: u64,
     peers: HashMap<String, Peer>,
     asking: JoinSet<Done>,
-    next_id: u64,
     tracker: Tracker,
 }
 
@@ -74,7 +93,6 @@ impl Checks {
             me,
             peers: HashMap::new(),
             asking: JoinSet::new(),
-            next_id: 0,
             tracker: Tracker::default(),
         }
     }
@@ -85,7 +103,7 @@ impl Checks {
         let before = self.peers.len();
         self.peers.retain(|name, peer| {
             let keep = settings.peers.contains(name);
-            if !keep && let Some((_, check)) = &peer.asking {
+            if !keep && let Some(check) = &peer.asking {
                 check.abort();
             }
             keep
@@ -115,32 +133,19 @@ impl Checks {
             let ours = ours
                 .get_or_insert_with(|| Arc::new(state.routes().live_brokers()))
                 .clone();
-            let mut client = match peer.kept.take() {
+            let client = match peer.kept.take() {
                 Some(kept) if kept.made_for == made_for => kept.client,
                 _ => Client::new(settings.client_options()),
             };
-            let (id, me, peer_name, wait) =
-                (self.next_id, self.me, name.clone(), settings.check_wait());
-            self.next_id += 1;
-            let check = self.asking.spawn(async move {
-                let asked =
-                    tokio::time::timeout(wait, ask::ask(&mut client, &peer_name, me, &ours));
-                let (client, view) = match asked.await {
-                    Ok(view) => (Some(client), view.map_err(|e| e.to_string())),
-                    Err(_) => (
-                        None,
-                        Err(format!("the check took more than {} ms", wait.as_millis())),
-                    ),
-                };
-                Done {
-                    peer: peer_name,
-                    id,
-                    client,
-                    ours,
-                    view,
-                }
-            });
-            peer.asking = Some((id, check));
+            let peer_name = name.clone();
+            let check = self.asking.spawn(check(
+                client,
+                peer_name,
+                self.me,
+                ours,
+                settings.check_wait(),
+            ));
+            peer.asking = Some(check);
         }
     }
 
@@ -150,8 +155,8 @@ impl Checks {
     }
 
     /// The next check to end (`None` once none is in flight).
-    pub async fn join_next(&mut self) -> Option<Result<Done, JoinError>> {
-        self.asking.join_next().await
+    pub async fn join_next(&mut self) -> Option<Result<(Id, Done), JoinError>> {
+        self.asking.join_next_with_id().await
     }
 
     /// When the next peer not being checked is due.
@@ -162,33 +167,44 @@ impl Checks {
             .min()
     }
 
-    /// Takes in what a check found (an aborted one, or one for a peer since removed, is
-    /// ignored) and schedules the peer's next check.
-    pub fn finish(&mut self, done: Result<Done, JoinError>, settings: &PeerSettings, now: Instant) {
-        let Ok(done) = done else { return };
-        let Some(peer) = self.peers.get_mut(&done.peer) else {
+    /// Takes in what a check found (an aborted one, for a peer since removed, is ignored;
+    /// one that panicked counts as a failure) and schedules the peer's next check.
+    pub fn finish(
+        &mut self,
+        done: Result<(Id, Done), JoinError>,
+        settings: &PeerSettings,
+        now: Instant,
+    ) {
+        let (task, outcome) = match done {
+            Ok((task, done)) => (task, Some(done)),
+            Err(e) if e.is_panic() => (e.id(), None),
+            Err(_) => return,
+        };
+        let Some((name, peer)) = (self.peers.iter_mut())
+            .find(|(_, p)| p.asking.as_ref().is_some_and(|h| h.id() == task))
+        else {
             return;
         };
-        if peer.asking.as_ref().map(|(id, _)| *id) != Some(done.id) {
-            return;
-        }
         peer.asking = None;
-        peer.kept = done.client.map(|client| Kept {
+        let (client, ours, view) = match outcome {
+            Some(done) => (done.client, done.ours, done.view),
+            None => (None, Arc::default(), Err("the check failed".to_owned())),
+        };
+        peer.kept = client.map(|client| Kept {
             client,
             made_for: (settings.request_wait(), settings.max_answer_bytes),
         });
         let was_failing = peer.last.as_ref().and_then(|s| s.unreachable.clone());
         let mut state = PeerState {
-            peer: done.peer.clone(),
+            peer: name.clone(),
             unreachable: None,
             is_self: false,
             compares_versions: false,
         };
-        match done.view {
+        match view {
             Ok(view) => {
                 if let Some(why) = was_failing {
-                    let peer = &done.peer;
-                    tracing::info!(%peer, "peer check: the peer answers again (it failed: {why})");
+                    tracing::info!(peer = %name, "peer check: the peer answers again (it failed: {why})");
                 }
                 peer.failures = 0;
                 peer.due = now + settings.interval;
@@ -197,19 +213,18 @@ impl Checks {
                 let found = if view.is_self {
                     Vec::new()
                 } else {
-                    differences(&done.ours, &view)
+                    differences(&ours, &view)
                 };
-                self.tracker.observe(&done.peer, found, now);
+                self.tracker.observe(name, found, now);
             }
             Err(why) => {
                 if was_failing.is_none() {
-                    let peer = &done.peer;
-                    tracing::warn!(%peer, "peer check: cannot ask the peer: {why}");
+                    tracing::warn!(peer = %name, "peer check: cannot ask the peer: {why}");
                 }
                 peer.failures += 1;
                 peer.due = now + retry_after(settings.interval, peer.failures);
                 state.unreachable = Some(why);
-                self.tracker.forget(&done.peer);
+                self.tracker.forget(name);
             }
         }
         peer.last = Some(state);
