@@ -45,9 +45,15 @@ fn unreachable_why(report: &PeerReport, peer: SocketAddr) -> Option<String> {
         .and_then(|p| p.unreachable.clone())
 }
 
-/// A server with one broker registered (that its peers lack).
-async fn server_with_a_broker() -> (TestServer, crate::harness::TestClient) {
-    let a = TestServer::with_properties(PROPS).await;
+/// The properties of a server checking `peers` from the start.
+fn checking(props: &str, peers: &[SocketAddr]) -> String {
+    let list: Vec<String> = peers.iter().map(ToString::to_string).collect();
+    format!("{props}\nnamesrvPeers={}", list.join(";"))
+}
+
+/// A server checking `peers`, with one broker registered (that its peers lack).
+async fn server_with_a_broker(peers: &[SocketAddr]) -> (TestServer, crate::harness::TestClient) {
+    let a = TestServer::with_properties(&checking(PROPS, peers)).await;
     let mut broker = a.client().await;
     register(
         &mut broker,
@@ -100,10 +106,9 @@ async fn flooding_peer(len: usize) -> (SocketAddr, Arc<AtomicU64>) {
 
 #[tokio::test]
 async fn an_answer_over_the_cap_is_refused_before_it_is_read() {
-    let (a, _broker) = server_with_a_broker().await;
     // 64 MiB: within the admin client's frame limit, far over peerMaxAnswerBytes' default.
     let (peer, most) = flooding_peer(64 << 20).await;
-    set_peers(&a, &[peer]).await;
+    let (a, _broker) = server_with_a_broker(&[peer]).await;
     let report = report_until(&a, |r| unreachable_why(r, peer).is_some()).await;
     let why = unreachable_why(&report, peer).unwrap();
     assert!(why.contains("exceeds the limit"), "{why}");
@@ -144,10 +149,9 @@ async fn trickling_peer() -> SocketAddr {
 
 #[tokio::test]
 async fn a_trickling_peer_fails_its_check_and_the_others_go_on() {
-    let (a, _broker) = server_with_a_broker().await;
     let b = TestServer::with_properties(PROPS).await;
     let slow = trickling_peer().await;
-    set_peers(&a, &[b.addr, slow]).await;
+    let (a, _broker) = server_with_a_broker(&[b.addr, slow]).await;
     let report = report_until(&a, |r| {
         unreachable_why(r, slow).is_some()
             && r.divergent
@@ -180,12 +184,9 @@ async fn closing_peers(n: usize) -> (Vec<SocketAddr>, Arc<AtomicUsize>) {
 
 #[tokio::test]
 async fn many_failing_peers_at_a_short_interval_open_few_connections() {
-    let a = TestServer::with_properties(
-        "peerCheckIntervalMillis=100\nserverChannelMaxIdleTimeSeconds=0",
-    )
-    .await;
     let (peers, accepted) = closing_peers(50).await;
-    set_peers(&a, &peers).await;
+    let props = "peerCheckIntervalMillis=100\nserverChannelMaxIdleTimeSeconds=0";
+    let a = TestServer::with_properties(&checking(props, &peers)).await;
     report_until(&a, |r| {
         r.peers.len() == 50 && r.peers.iter().all(|p| p.unreachable.is_some())
     })
@@ -225,10 +226,9 @@ async fn counting_relay(target: SocketAddr) -> (SocketAddr, Arc<AtomicUsize>) {
 
 #[tokio::test]
 async fn the_connections_close_when_the_list_empties() {
-    let a = TestServer::with_properties(PROPS).await;
     let b = TestServer::with_properties(PROPS).await;
     let (relay, open) = counting_relay(b.addr).await;
-    set_peers(&a, &[relay]).await;
+    let a = TestServer::with_properties(&checking(PROPS, &[relay])).await;
     report_until(&a, |r| {
         r.peers.len() == 1 && r.peers[0].unreachable.is_none()
     })
