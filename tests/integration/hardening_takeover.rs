@@ -1,7 +1,8 @@
-//! `--takeover PID` that must not take over: a new server that cannot load what it needs (here
-//! a bad accounts file) fails before the running one is asked to go, which keeps serving and
-//! fails no lookup; and a PID that is a `namesrv` but does not listen on our port is refused
-//! and left alone.
+//! `--takeover PID` that must not take over: a new server that cannot load what it needs (a
+//! bad accounts file, an unusable KV file, an HTTP port someone else holds) fails before the
+//! running one is asked to go, which keeps serving and fails no lookup; and a PID that is a
+//! `namesrv` but does not listen on our port is refused and left alone. A takeover that can
+//! go takes the old server's HTTP port too.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -91,26 +92,36 @@ async fn a_new_server_that_cannot_load_leaves_the_old_one_serving() {
     let _broker = with_a_route(old.addr).await;
     let accounts = dir.path().join("plain_acl.yml");
     std::fs::write(&accounts, "accounts: [ {accessKey: \n").unwrap();
-    let conf = spawned::config(
-        dir.path(),
-        &format!(
-            "listenPort={}\nauthMode=enforce\nauthConfigPath={}",
-            old.addr.port(),
-            accounts.display()
+    let kv = dir.path().join("damaged.json");
+    std::fs::write(&kv, "{").unwrap();
+    std::fs::write(dir.path().join("damaged.json.bak"), "{").unwrap();
+    let port = old.addr.port();
+    let cases = [
+        (
+            format!(
+                "listenPort={port}\nauthMode=enforce\nauthConfigPath={}",
+                accounts.display()
+            ),
+            "plain_acl.yml",
         ),
-    );
+        (
+            format!("listenPort={port}\nkvConfigPath={}", kv.display()),
+            "damaged.json",
+        ),
+    ];
     let stop = Arc::new(AtomicBool::new(false));
     let looking = tokio::spawn(lookups(old.addr, stop.clone()));
     tokio::time::sleep(Duration::from_millis(200)).await;
-
-    let (ok, stderr) = takeover(conf, dir.path().to_owned(), old.pid()).await;
+    for (extra, named) in cases {
+        let conf = spawned::config(dir.path(), &extra);
+        let (ok, stderr) = takeover(conf, dir.path().to_owned(), old.pid()).await;
+        assert!(!ok, "the takeover succeeded without {named}");
+        assert!(stderr.contains(named), "{stderr}");
+        assert!(crate::cli::alive(old.pid()), "the old server was retired");
+    }
     tokio::time::sleep(Duration::from_millis(300)).await;
     stop.store(true, Ordering::Relaxed);
     let (answered, failed) = looking.await.unwrap();
-
-    assert!(!ok, "the takeover succeeded with a bad accounts file");
-    assert!(stderr.contains("plain_acl.yml"), "{stderr}");
-    assert!(crate::cli::alive(old.pid()), "the old server was retired");
     assert_eq!(failed, 0, "lookups failed ({answered} answered)");
     assert!(answered > 0);
 }
