@@ -6,13 +6,14 @@ use anyhow::Context as _;
 use clap::{CommandFactory, Parser};
 use namesrv::auth::Gate;
 use namesrv::cli::Args;
-use namesrv::config::{Config, Env};
+use namesrv::config::{Config, Env, Settings};
 use namesrv::kv::{KvLimits, KvStore};
 use namesrv::protocol::SerializeType;
 use namesrv::server::prelude::Prelude;
 use namesrv::server::{self, Listeners, ServerConfig};
 use namesrv::state::Namesrv;
 use namesrv::telemetry::LogOptions;
+use tokio::net::TcpListener;
 
 fn main() -> ExitCode {
     tune_malloc();
@@ -102,6 +103,33 @@ fn serialize_type() -> anyhow::Result<SerializeType> {
     }
 }
 
+async fn bind_http(s: &Settings) -> anyhow::Result<Option<TcpListener>> {
+    namesrv::http::bind(s).await.with_context(|| {
+        format!(
+            "cannot listen for HTTP on {}:{}",
+            s.http_bind_address, s.http_listen_port
+        )
+    })
+}
+
+/// Upgrade: checks that `pid` is the server on our port and that the KV file and the HTTP
+/// port will be ours, listens beside it, and lets it hand over before the KV store and the
+/// routes it leaves behind are loaded. Until it is asked, any failure leaves it serving.
+async fn take_over(pid: u32, s: &Settings) -> anyhow::Result<(TcpListener, Option<TcpListener>)> {
+    use server::handover;
+    handover::check_target(pid, s.listen_port as u16)?;
+    KvStore::check(std::path::Path::new(&s.kv_config_path))?;
+    let http = handover::bind_http_beside(s, pid).await?;
+    let listener = handover::bind_beside(s).await?;
+    let grace = std::time::Duration::from_millis(s.shutdown_grace_period_millis as u64);
+    handover::retire(pid, grace + TAKEOVER_MARGIN).await?;
+    let http = match http {
+        Some(http) => Some(http),
+        None => bind_http(s).await?,
+    };
+    Ok((listener, http))
+}
+
 fn run(args: Args) -> anyhow::Result<()> {
     let env = Env::from_process();
     let config = Config::load(args.config_file.as_deref(), &env)?;
@@ -139,30 +167,22 @@ fn run(args: Args) -> anyhow::Result<()> {
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let s = &config.settings;
-        let listener = match args.takeover {
-            // Upgrade (issue 15): listen beside the running server, and let it hand over
-            // before the KV store and the routes it leaves behind are loaded.
-            Some(pid) => {
-                let listener = server::handover::bind_beside(s).await?;
-                let grace = std::time::Duration::from_millis(s.shutdown_grace_period_millis as u64);
-                server::handover::retire(pid, grace + TAKEOVER_MARGIN).await?;
-                listener
+        // Loaded before anything listens, so that a takeover that cannot load them fails
+        // while the running server still serves.
+        let mut server_config = ServerConfig::from_settings(s, serialize_type);
+        server_config.auth = Gate::load(s)?;
+        server_config.prelude = Prelude::load(&tls_base, s).context("TLS")?;
+        let (listener, http) = match args.takeover {
+            Some(pid) => take_over(pid, s).await?,
+            None => {
+                let listener = server::bind(s).await.with_context(|| {
+                    format!("cannot listen on {}:{}", s.bind_address, s.listen_port)
+                })?;
+                (listener, bind_http(s).await?)
             }
-            None => server::bind(s).await.with_context(|| {
-                format!("cannot listen on {}:{}", s.bind_address, s.listen_port)
-            })?,
         };
         let kv = KvStore::open_with(&s.kv_config_path, KvLimits::from_settings(s))?;
         let addr = listener.local_addr()?;
-        let mut server_config = ServerConfig::from_settings(s, serialize_type);
-        server_config.auth = Gate::load(s)?;
-        let http = namesrv::http::bind(s).await.with_context(|| {
-            format!(
-                "cannot listen for HTTP on {}:{}",
-                s.http_bind_address, s.http_listen_port
-            )
-        })?;
-        server_config.prelude = Prelude::load(&tls_base, s).context("TLS")?;
         tracing::info!(config = ?config.all_properties(), "effective configuration");
         let boot = format!(
             "The Name Server boot success. serializeType={}, address {addr}",

@@ -14,7 +14,7 @@ use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
-use tokio::time::timeout;
+use tokio::time::{Instant, timeout, timeout_at};
 
 use super::credentials::Credentials;
 use crate::protocol::code::{request, response};
@@ -26,7 +26,9 @@ use crate::protocol::{
 /// How the client talks: timeouts, header encoding and credentials.
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
-    /// How long to wait for each answer (mqadmin: 5000 ms).
+    /// How long to wait for each answer (mqadmin: 5000 ms): from the request, or from the
+    /// previous answer of a pipelined batch, to the last byte of the answer — however the
+    /// bytes trickle in.
     pub timeout: Duration,
     /// How long to wait for a TCP connection (mqadmin: 3000 ms).
     pub connect_timeout: Duration,
@@ -36,6 +38,9 @@ pub struct ClientOptions {
     pub credentials: Option<Credentials>,
     /// TLS, when `--tls` or `-Dtls.enable=true` asks for it.
     pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    /// Largest answer frame accepted; a larger one is refused from its length prefix, before
+    /// its bytes are read, and its connection dropped.
+    pub max_answer_bytes: usize,
 }
 
 impl Default for ClientOptions {
@@ -46,6 +51,7 @@ impl Default for ClientOptions {
             serialize_type: SerializeType::Json,
             credentials: None,
             tls: None,
+            max_answer_bytes: MAX_ANSWER_BYTES,
         }
     }
 }
@@ -199,10 +205,13 @@ struct Connection {
     buf: BytesMut,
 }
 
-/// Frames larger than any name server sends (a 1 M-topic list is ~40 MB).
-const LIMITS: FrameLimits = FrameLimits {
-    max_frame_length: 1 << 30,
-};
+/// The default answer limit: frames larger than any name server sends (a 1 M-topic list is
+/// ~40 MB).
+pub const MAX_ANSWER_BYTES: usize = 1 << 30;
+
+/// A connection's read buffer is given back after a batch once it grew past this (a large
+/// answer must not keep its memory for the connection's life).
+const KEPT_BUFFER: usize = 64 * 1024;
 
 /// Requests kept in flight on one connection by [`Client::call_many`]: enough to keep a server
 /// busy, few enough for a Java name server's request queue (50 000 for route lookups).
@@ -314,14 +323,22 @@ impl Client {
             );
             frames.push(out);
         }
-        let wait = self.opts.timeout;
+        let limits = Limits {
+            wait: self.opts.timeout,
+            frames: FrameLimits {
+                max_frame_length: self.opts.max_answer_bytes,
+            },
+        };
         let fail = |index: usize, failure| CallError {
             server: addr.to_owned(),
             code: reqs.get(index).map_or(0, |r| r.code),
             failure,
         };
         let conn = self.connection(addr).await.map_err(|f| fail(0, f))?;
-        let result = exchange(conn, &frames, base, wait).await;
+        let result = exchange(conn, &frames, base, limits).await;
+        if conn.buf.capacity() > KEPT_BUFFER && conn.buf.len() <= KEPT_BUFFER {
+            conn.buf = BytesMut::from(&conn.buf[..]);
+        }
         match result {
             Ok(answers) => Ok(answers),
             Err((index, failure)) => {
@@ -332,14 +349,22 @@ impl Client {
     }
 }
 
+/// How long an answer may take, and how large it may be.
+#[derive(Clone, Copy)]
+struct Limits {
+    wait: Duration,
+    frames: FrameLimits,
+}
+
 /// Writes `frames` while reading their answers, keeping at most [`PIPELINE_WINDOW`] in
 /// flight. On failure returns the index of the first unanswered request.
 async fn exchange(
     conn: &mut Connection,
     frames: &[BytesMut],
     base: i32,
-    wait: Duration,
+    limits: Limits,
 ) -> Result<Vec<RemotingCommand>, (usize, Failure)> {
+    let wait = limits.wait;
     let window = Semaphore::new(PIPELINE_WINDOW);
     let (mut reader, mut writer) = tokio::io::split(&mut conn.stream);
     let buf = &mut conn.buf;
@@ -365,16 +390,19 @@ async fn exchange(
         let first_missing = |answers: &[Option<RemotingCommand>]| {
             answers.iter().position(Option::is_none).unwrap_or(0)
         };
+        // One deadline per answer, not per read: a server that trickles bytes must not
+        // hold the caller for longer than `wait`.
+        let mut deadline = Instant::now() + wait;
         while missing > 0 {
             let frame = loop {
-                match split_frame(buf, LIMITS) {
+                match split_frame(buf, limits.frames) {
                     Ok(Some(frame)) => break frame,
                     Ok(None) => {}
                     Err(e) => {
                         return Err((first_missing(&answers), Failure::BadAnswer(e.to_string())));
                     }
                 }
-                let failure = match timeout(wait, reader.read_buf(buf)).await {
+                let failure = match timeout_at(deadline, reader.read_buf(buf)).await {
                     Ok(Ok(0)) => Failure::Closed,
                     Ok(Ok(_)) => continue,
                     Ok(Err(e)) => Failure::Io(e),
@@ -395,6 +423,7 @@ async fn exchange(
                 *slot = Some(answer);
                 missing -= 1;
                 window.add_permits(1);
+                deadline = Instant::now() + wait;
             }
         }
         Ok(answers

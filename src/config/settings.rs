@@ -349,6 +349,9 @@ settings! {
     /// reported once the difference has lasted this many milliseconds (one broker heartbeat
     /// period by default).
     "peerDivergenceAfterMillis" => peer_divergence_after_millis: i64 = |_: &Env| 30_000, Extension, Live;
+    /// Largest answer a peer may send, in bytes: a larger one is refused from its length
+    /// prefix, before it is read, and the peer counts as unreachable.
+    "peerMaxAnswerBytes" => peer_max_answer_bytes: i64 = |_: &Env| 4 * 1024 * 1024, Extension, Live;
 
     // --- TLS and the PROXY protocol (tls/, server/prelude/); the tls.* keys live in tls::settings ---
     /// Longest a PROXY header or TLS handshake may take once it has begun.
@@ -571,6 +574,12 @@ impl Settings {
             "peerDivergenceAfterMillis",
             self.peer_divergence_after_millis.to_string(),
             "expected a non-negative number of milliseconds",
+        )?;
+        check(
+            (64 * 1024..=1 << 30).contains(&self.peer_max_answer_bytes),
+            "peerMaxAnswerBytes",
+            self.peer_max_answer_bytes.to_string(),
+            "expected 65536 to 1073741824 bytes",
         )?;
         if let Err(reason) = parse_addr_list(&self.namesrv_peers) {
             return Err((

@@ -75,6 +75,32 @@ impl KvStore {
     }
 }
 
+impl KvStore {
+    /// Checks, writing nothing, that the store at `path` would open: its file, or else its
+    /// backup, reads. For a takeover, which must know before the running server goes, and
+    /// must not touch the files that server still writes (it folds its journal on exit).
+    pub fn check(path: &Path) -> Result<(), LoadError> {
+        let reason = match read_table(path) {
+            Ok(Some(_)) => return Ok(()),
+            Ok(None) if !durable::backup_path(path).exists() => return Ok(()),
+            Ok(None) => "the file is missing but its backup exists".to_owned(),
+            Err(reason) => reason,
+        };
+        let backup = durable::backup_path(path);
+        let backup_reason = match read_table(&backup) {
+            Ok(Some(_)) => return Ok(()),
+            Ok(None) => "it does not exist".to_owned(),
+            Err(e) => e,
+        };
+        Err(LoadError::Unusable {
+            path: path.display().to_string(),
+            reason,
+            backup: backup.display().to_string(),
+            backup_reason,
+        })
+    }
+}
+
 /// Restores the table from the backup; returns it and the bytes now in the file.
 fn recover(path: &Path, reason: String) -> Result<(Namespaces, Vec<u8>), LoadError> {
     let backup = durable::backup_path(path);

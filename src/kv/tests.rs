@@ -135,6 +135,27 @@ fn a_damaged_file_falls_back_to_the_backup_or_refuses_to_start() {
 }
 
 #[test]
+fn a_check_tells_whether_the_store_would_open_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kv.json");
+    assert!(KvStore::check(&path).is_ok(), "a missing file opens empty");
+    let kv = KvStore::open(&path).unwrap();
+    kv.put("ns", "a", "1").unwrap();
+    kv.put("ns", "b", "2").unwrap();
+    drop(kv);
+    assert!(KvStore::check(&path).is_ok());
+    // Damaged, with a usable backup: it would open; the check repairs nothing.
+    std::fs::write(&path, "{").unwrap();
+    assert!(KvStore::check(&path).is_ok());
+    assert_eq!(std::fs::read(&path).unwrap(), b"{");
+    assert!(!dir.path().join("kv.json.corrupt").exists());
+    std::fs::write(durable::backup_path(&path), "garbage").unwrap();
+    let err = KvStore::check(&path).unwrap_err().to_string();
+    assert!(err.contains("refusing to start"), "{err}");
+    assert_eq!(KvStore::open(&path).unwrap_err().to_string(), err);
+}
+
+#[test]
 fn a_failed_write_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     // A directory where the file should be makes every write fail.

@@ -6,153 +6,118 @@
 //! older data version, for longer than `peerDivergenceAfterMillis` (one broker heartbeat
 //! period by default) is logged once and counted in the report GET_NAMESRV_CONFIG shows;
 //! its end is logged too. A peer that cannot be asked (refused, hanging, answering garbage)
-//! is logged when it starts and stops failing and never stops the checks of the others.
+//! is logged when it starts and stops failing.
+//!
+//! A peer is listed by whoever may set `namesrvPeers`, so it is treated as a stranger: each
+//! is checked on its own schedule ([`checks`]) and a slow one never delays the others; each
+//! answer has one deadline however its bytes trickle in, and each check one deadline for all
+//! its requests; an answer over `peerMaxAnswerBytes` is refused from its length prefix; a
+//! failing peer is asked again after a growing back-off rather than every interval, so a
+//! long list of bad addresses opens few connections; and a peer's connection (with its
+//! buffers) is dropped as soon as it leaves the list.
 //!
 //! Java name servers never talk to each other (apache/rocketmq#4807): a registration that
 //! reached one node and not another goes unnoticed there. The requests go through the admin
 //! tool's client ([`crate::admin::client`]).
 
 mod ask;
+mod checks;
 mod compare;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::admin::client::{Client, ClientOptions};
+use crate::admin::client::ClientOptions;
 use crate::config::Settings;
 use crate::config::settings::parse_addr_list;
 use crate::state::Namesrv;
-use crate::state::peering::{PeerReport, PeerState};
 pub use ask::PeerView;
+use checks::Checks;
 pub use compare::{LiveBroker, Tracker, differences};
 
 /// Longest a peer gets to answer one request.
 const MAX_REQUEST_TIME: Duration = Duration::from_secs(3);
+/// Requests of one check: the connection, the probe, the cluster info, the data versions.
+const STEPS_PER_CHECK: u32 = 4;
 
 /// The peer-check settings in force now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerSettings {
-    /// The cluster's name servers (this one may be among them).
+    /// The cluster's name servers (this one may be among them), each once.
     pub peers: Vec<String>,
     /// Time between rounds.
     pub interval: Duration,
     /// How long a difference must last to be reported.
     pub divergence_after: Duration,
+    /// Largest answer accepted from a peer.
+    pub max_answer_bytes: usize,
 }
 
 impl PeerSettings {
     /// The settings `s` hold.
     pub fn from_settings(s: &Settings) -> PeerSettings {
+        let mut peers: Vec<String> = Vec::new();
+        for peer in parse_addr_list(&s.namesrv_peers).unwrap_or_default() {
+            if !peers.iter().any(|p| p == peer) {
+                peers.push(peer.to_owned());
+            }
+        }
         PeerSettings {
-            peers: parse_addr_list(&s.namesrv_peers)
-                .unwrap_or_default()
-                .into_iter()
-                .map(str::to_owned)
-                .collect(),
+            peers,
             interval: Duration::from_millis(s.peer_check_interval_millis.max(1) as u64),
             divergence_after: Duration::from_millis(s.peer_divergence_after_millis.max(0) as u64),
+            max_answer_bytes: s.peer_max_answer_bytes.max(0) as usize,
+        }
+    }
+
+    /// How long one answer (or the connection) may take.
+    pub fn request_wait(&self) -> Duration {
+        self.interval.min(MAX_REQUEST_TIME)
+    }
+
+    /// How long one check of one peer may take, all its requests together.
+    pub fn check_wait(&self) -> Duration {
+        self.request_wait() * STEPS_PER_CHECK
+    }
+
+    /// How the client asks a peer.
+    fn client_options(&self) -> ClientOptions {
+        ClientOptions {
+            timeout: self.request_wait(),
+            connect_timeout: self.request_wait(),
+            max_answer_bytes: self.max_answer_bytes,
+            ..ClientOptions::default()
         }
     }
 }
 
-/// Runs the peer checks until `cancel` fires. Settings are read at every round, so an
-/// UPDATE_NAMESRV_CONFIG or a reload changes the peers from the next one.
+/// Runs the peer checks until `cancel` fires. Settings are read at least once an interval
+/// and after every check, so an UPDATE_NAMESRV_CONFIG or a reload changes the peers from
+/// then on. The checks in flight are owned here and end with it.
 pub async fn run(state: Namesrv, cancel: CancellationToken) {
-    let mut clients: HashMap<String, Client> = HashMap::new();
-    let mut tracker = Tracker::default();
-    let mut failing: HashMap<String, String> = HashMap::new();
+    let mut checks = Checks::new(state.node_id());
     loop {
         let settings = PeerSettings::from_settings(&state.config().settings);
-        if !settings.peers.is_empty() {
-            let round = check_round(&state, &settings, &mut clients, &mut tracker, &mut failing);
-            tokio::select! {
-                _ = cancel.cancelled() => return,
-                () = round => {}
-            }
-        } else if !state.peer_report().peers.is_empty() {
-            state.set_peer_report(PeerReport::default());
+        let now = Instant::now();
+        if checks.configure(&settings, now) {
+            state.set_peer_report(checks.report(now, settings.divergence_after));
         }
+        checks.start_due(&state, &settings, now);
+        let wake = checks.next_due().map_or(now + settings.interval, |due| {
+            due.min(now + settings.interval)
+        });
         tokio::select! {
             _ = cancel.cancelled() => return,
-            _ = tokio::time::sleep(settings.interval) => {}
+            Some(done) = checks.join_next(), if checks.in_flight() => {
+                let now = Instant::now();
+                checks.finish(done, &settings, now);
+                state.set_peer_report(checks.report(now, settings.divergence_after));
+            }
+            () = tokio::time::sleep_until(wake) => {}
         }
     }
-}
-
-/// Asks every peer once (concurrently), updates the divergence tracker and the report.
-async fn check_round(
-    state: &Namesrv,
-    settings: &PeerSettings,
-    clients: &mut HashMap<String, Client>,
-    tracker: &mut Tracker,
-    failing: &mut HashMap<String, String>,
-) {
-    let ours = state.routes().live_brokers();
-    let wait = settings.interval.min(MAX_REQUEST_TIME);
-    let opts = ClientOptions {
-        timeout: wait,
-        connect_timeout: wait,
-        ..ClientOptions::default()
-    };
-    clients.retain(|peer, _| settings.peers.contains(peer));
-    let mut asking = JoinSet::new();
-    for peer in &settings.peers {
-        let mut client = clients
-            .remove(peer)
-            .unwrap_or_else(|| Client::new(opts.clone()));
-        let (peer, ours, me) = (peer.clone(), ours.clone(), state.node_id());
-        asking.spawn(async move {
-            let view = ask::ask(&mut client, &peer, me, &ours).await;
-            (peer, client, view)
-        });
-    }
-    let now = Instant::now();
-    let mut peers = Vec::new();
-    while let Some(done) = asking.join_next().await {
-        let Ok((peer, client, view)) = done else {
-            continue;
-        };
-        clients.insert(peer.clone(), client);
-        let mut peer_state = PeerState {
-            peer: peer.clone(),
-            unreachable: None,
-            is_self: false,
-            compares_versions: false,
-        };
-        match view {
-            Ok(view) => {
-                if let Some(why) = failing.remove(&peer) {
-                    tracing::info!(%peer, "peer check: the peer answers again (it failed: {why})");
-                }
-                peer_state.is_self = view.is_self;
-                peer_state.compares_versions = view.versions.is_some();
-                let found = if view.is_self {
-                    Vec::new()
-                } else {
-                    differences(&ours, &view)
-                };
-                tracker.observe(&peer, found, now);
-            }
-            Err(e) => {
-                let why = e.to_string();
-                if !failing.contains_key(&peer) {
-                    tracing::warn!(%peer, "peer check: cannot ask the peer: {why}");
-                }
-                failing.insert(peer.clone(), why.clone());
-                peer_state.unreachable = Some(why);
-                tracker.forget(&peer);
-            }
-        }
-        peers.push(peer_state);
-    }
-    peers.sort_by(|a, b| a.peer.cmp(&b.peer));
-    tracker.retain_peers(&settings.peers);
-    let divergent = tracker.report(now, settings.divergence_after);
-    state.set_peer_report(PeerReport { peers, divergent });
 }

@@ -89,3 +89,28 @@ fn a_difference_is_reported_once_it_lasted_and_forgotten_when_it_ends() {
     t.forget("p1");
     assert!(t.report(start + Duration::from_secs(90), after).is_empty());
 }
+
+#[test]
+fn a_failing_peer_is_asked_again_later_and_later_up_to_a_bound() {
+    use super::checks::retry_after;
+    let short = Duration::from_millis(100);
+    let waits: Vec<u64> = (1..=8).map(|n| retry_after(short, n).as_secs()).collect();
+    assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30, 30]);
+    assert_eq!(retry_after(short, u32::MAX), Duration::from_secs(30));
+    // An interval longer than the bounds is never shortened.
+    let long = Duration::from_secs(60);
+    assert_eq!(retry_after(long, 1), long);
+    assert_eq!(retry_after(long, 5), long);
+}
+
+#[test]
+fn a_peer_listed_twice_is_checked_once() {
+    let mut s = crate::config::Settings::defaults(&crate::config::Env {
+        home: "/nonexistent".into(),
+        rocketmq_home: None,
+    });
+    s.namesrv_peers = "10.0.0.1:9876; 10.0.0.2:9876;10.0.0.1:9876".into();
+    let settings = PeerSettings::from_settings(&s);
+    assert_eq!(settings.peers, ["10.0.0.1:9876", "10.0.0.2:9876"]);
+    assert_eq!(settings.max_answer_bytes, 4 * 1024 * 1024);
+}

@@ -7,6 +7,10 @@
 //! second server by mistake still fails with "address in use" as it always did.
 //!
 //! A takeover (`namesrv --takeover PID`) goes:
+//! 0. the new process checks that PID is a running `namesrv` that listens on the port
+//!    ([`check_target`]), and loads or checks everything it can before the old one goes —
+//!    accounts, TLS material, that the KV file reads, the HTTP port — so that a failure
+//!    leaves the old one serving;
 //! 1. the new process listens beside the old one and attaches a classic BPF program to the
 //!    port's `SO_REUSEPORT` group that sends every new connection to the newest socket (its
 //!    own): from then on the kernel queues new connections for the new process, which does
@@ -16,8 +20,8 @@
 //!    accepts what was already queued for it,
 //!    closes its listener, answers what its connections had sent, writes its final route
 //!    snapshot and KV file, and exits;
-//! 3. once the old process is gone, the new one loads the KV store and the snapshot and
-//!    starts accepting. Clients waited in the queue; none was refused. A request sent on an
+//! 3. once the old process is gone, the new one loads the KV store and the snapshot (and
+//!    binds the HTTP port, if the old one held it) and starts accepting. Clients waited in the queue; none was refused. A request sent on an
 //!    old connection after the old server's last read finds the connection closed, and the
 //!    client sends it again on a new one.
 //!
@@ -41,6 +45,36 @@ pub enum TakeoverError {
     /// The pid does not name a running `namesrv`.
     #[error("process {0} is not a running namesrv")]
     NotNamesrv(u32),
+    /// The process does not listen on the port to take over: another server.
+    #[error(
+        "process {pid} does not listen on port {port}: it is not the server to take over (left alone)"
+    )]
+    NotOnPort {
+        /// The process.
+        pid: u32,
+        /// The port to take over.
+        port: u16,
+    },
+    /// Whether the process listens on the port could not be told.
+    #[error("cannot tell whether process {pid} listens on port {port}")]
+    Inspect {
+        /// The process.
+        pid: u32,
+        /// The port to take over.
+        port: u16,
+        /// What failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Another process than the one taken over holds the HTTP port.
+    #[error("cannot listen for HTTP on {addr}")]
+    Http {
+        /// The HTTP address.
+        addr: String,
+        /// What failed.
+        #[source]
+        source: std::io::Error,
+    },
     /// `listenPort=0` picks a new port, so there is nothing to take over.
     #[error("a takeover needs a fixed listenPort (listenPort=0 picks a free port)")]
     NoFixedPort,
@@ -188,8 +222,48 @@ fn running_namesrv(pid: u32) -> bool {
     &stat[open + 1..close] == "namesrv" && !matches!(state, Some('Z' | 'X') | None)
 }
 
-/// Asks the server `pid` to hand over (SIGUSR2) and waits, at most `patience`, until it has
-/// exited (steps 2 and 3 of a takeover).
+/// Checks that `pid` is the server to take over: a running `namesrv` with a socket listening
+/// on `port` (step 0 of a takeover).
+pub fn check_target(pid: u32, port: u16) -> Result<(), TakeoverError> {
+    if port == 0 {
+        return Err(TakeoverError::NoFixedPort);
+    }
+    if !running_namesrv(pid) {
+        return Err(TakeoverError::NotNamesrv(pid));
+    }
+    match super::port_owner::listens_on(pid, port) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(TakeoverError::NotOnPort { pid, port }),
+        Err(source) => Err(TakeoverError::Inspect { pid, port, source }),
+    }
+}
+
+/// The HTTP listener of a takeover, bound before the old server is asked to go if its port
+/// is free (`Ok(Some)`); `Ok(None)` when HTTP is off or the old server `pid` holds the port,
+/// which [`crate::http::bind`] then takes once it has exited. Anyone else on the port is an
+/// error while the old server still serves.
+pub async fn bind_http_beside(
+    s: &Settings,
+    pid: u32,
+) -> Result<Option<TcpListener>, TakeoverError> {
+    let port = s.http_listen_port as u16;
+    match crate::http::bind(s).await {
+        Ok(listener) => Ok(listener),
+        Err(e)
+            if e.kind() == std::io::ErrorKind::AddrInUse
+                && super::port_owner::listens_on(pid, port).unwrap_or(false) =>
+        {
+            Ok(None)
+        }
+        Err(source) => Err(TakeoverError::Http {
+            addr: format!("{}:{}", s.http_bind_address, s.http_listen_port),
+            source,
+        }),
+    }
+}
+
+/// Asks the server `pid`, which [`check_target`] accepted, to hand over (SIGUSR2) and
+/// waits, at most `patience`, until it has exited (steps 2 and 3 of a takeover).
 pub async fn retire(pid: u32, patience: Duration) -> Result<(), TakeoverError> {
     if !running_namesrv(pid) {
         return Err(TakeoverError::NotNamesrv(pid));
@@ -273,6 +347,14 @@ mod tests {
         ));
         // This test process is not a namesrv.
         let me = std::process::id();
+        assert!(matches!(
+            check_target(me, 0),
+            Err(TakeoverError::NoFixedPort)
+        ));
+        assert!(matches!(
+            check_target(me, 9876),
+            Err(TakeoverError::NotNamesrv(pid)) if pid == me
+        ));
         assert!(matches!(
             retire(me, Duration::from_millis(10)).await,
             Err(TakeoverError::NotNamesrv(pid)) if pid == me

@@ -12,6 +12,7 @@ pub mod handover;
 mod io;
 pub(crate) mod log_limit;
 mod offload;
+mod port_owner;
 pub mod prelude;
 
 use std::collections::HashMap;

@@ -11,7 +11,7 @@ const CONF: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/conf/namesrv.conf");
 
 /// Keys the file shows commented out: defaults that depend on the environment, and the auth
 /// keys (set, they would add lines to GET_NAMESRV_CONFIG's answer).
-const COMMENTED: [&str; 10] = [
+const COMMENTED: [&str; 11] = [
     "rocketmqHome",
     "kvConfigPath",
     "configStorePath",
@@ -22,6 +22,7 @@ const COMMENTED: [&str; 10] = [
     "namesrvPeers",
     "peerCheckIntervalMillis",
     "peerDivergenceAfterMillis",
+    "peerMaxAnswerBytes",
 ];
 
 /// Keys the shipped file deliberately sets to something other than the built-in default:
