@@ -13,16 +13,16 @@ use namesrv::state::peering::{Difference, PeerReport};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::harness::{TestServer, register, update_config};
+use crate::harness::{TestServer, apply_config, register};
 
 const PROPS: &str =
     "peerCheckIntervalMillis=200\npeerDivergenceAfterMillis=600\nserverChannelMaxIdleTimeSeconds=0";
 
-async fn set_peers(server: &TestServer, peers: &[SocketAddr]) {
+/// `namesrvPeers` is the operator's (start-up only over the wire unless `authMode=enforce`):
+/// applied as a reload of the file does.
+fn set_peers(server: &TestServer, peers: &[SocketAddr]) {
     let list: Vec<String> = peers.iter().map(ToString::to_string).collect();
-    let body = format!("namesrvPeers={}", list.join(";"));
-    let resp = update_config(&mut server.client().await, &body).await;
-    assert_eq!(resp.code, 0, "{:?}", resp.remark);
+    apply_config(server, &format!("namesrvPeers={}", list.join(";")));
 }
 
 /// Waits (boundedly: 15 s) until `server`'s report satisfies `done`.
@@ -234,7 +234,7 @@ async fn the_connections_close_when_the_list_empties() {
     })
     .await;
     assert_eq!(open.load(Ordering::Relaxed), 1, "one connection, reused");
-    set_peers(&a, &[]).await;
+    set_peers(&a, &[]);
     for _ in 0..250 {
         if open.load(Ordering::Relaxed) == 0 {
             break;
