@@ -85,10 +85,11 @@ async fn trim_every_second() {}
 
 /// Completes when the server should stop: SIGINT/SIGTERM, or SIGUSR2 from a new process
 /// that takes the port over (the server then hands over without the GO_AWAY wait).
-async fn shutdown(state: Namesrv) {
+async fn shutdown(state: Namesrv, mut signals: namesrv::shutdown::Signals) {
+    let handover = signals.handover();
     tokio::select! {
-        () = namesrv::shutdown::signal() => {}
-        () = namesrv::shutdown::handover() => state.hand_over(),
+        () = signals.stop() => {}
+        () = handover => state.hand_over(),
     }
 }
 
@@ -184,6 +185,8 @@ fn run(args: Args) -> anyhow::Result<()> {
         let kv = KvStore::open_with(&s.kv_config_path, KvLimits::from_settings(s))?;
         let addr = listener.local_addr()?;
         tracing::info!(config = ?config.all_properties(), "effective configuration");
+        // Before the boot line: whoever reads it may signal at once.
+        let signals = namesrv::shutdown::listen();
         let boot = format!(
             "The Name Server boot success. serializeType={}, address {addr}",
             serialize_type.name()
@@ -211,7 +214,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             listeners,
             state.clone(),
             server_config,
-            shutdown(state.clone()),
+            shutdown(state.clone(), signals),
         )
         .await?;
         // Leave the KV file complete, as Java's, for whatever starts next on it.

@@ -2,45 +2,74 @@
 //! ends the process at once. SIGUSR2 asks the server to hand over to a new process that
 //! takes over its port (`namesrv --takeover`, see [`crate::server::handover`]).
 
-/// Completes on the first SIGINT or SIGTERM, and arranges for a second one to exit the
-/// process immediately with status 130.
-pub async fn signal() {
-    wait_for_signal().await;
-    tracing::info!("shutdown signal received; send another to exit at once");
-    tokio::spawn(async {
-        wait_for_signal().await;
-        tracing::warn!("second signal: exiting now");
-        std::process::exit(130);
-    });
+/// The shutdown signals, listened to from the moment [`listen`] returns: a signal that arrives
+/// before the server first waits for it (say, just after the boot line) is not lost, and does
+/// not kill the process with the default action.
+pub struct Signals {
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    usr2: Option<tokio::signal::unix::Signal>,
 }
 
-/// Completes on SIGUSR2: a new server process is taking over (never, where there is none).
-pub async fn handover() {
+/// Installs the handlers for SIGINT, SIGTERM and SIGUSR2 now. Call it inside the runtime,
+/// before announcing that the server is up.
+pub fn listen() -> Signals {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut usr2) = signal(SignalKind::user_defined2())
-            && usr2.recv().await.is_some()
-        {
-            tracing::info!("SIGUSR2: a new server takes over; handing over now");
-            return;
+        Signals {
+            term: signal(SignalKind::terminate()).expect("SIGTERM handler"),
+            int: signal(SignalKind::interrupt()).expect("SIGINT handler"),
+            usr2: signal(SignalKind::user_defined2()).ok(),
         }
     }
-    std::future::pending().await
+    #[cfg(not(unix))]
+    Signals {}
 }
 
-#[cfg(unix)]
-async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+impl Signals {
+    /// Completes on the first SIGINT or SIGTERM, and arranges for a second one to exit the
+    /// process immediately with status 130.
+    pub async fn stop(mut self) {
+        self.first_stop().await;
+        tracing::info!("shutdown signal received; send another to exit at once");
+        tokio::spawn(async move {
+            self.first_stop().await;
+            tracing::warn!("second signal: exiting now");
+            std::process::exit(130);
+        });
     }
-}
 
-#[cfg(not(unix))]
-async fn wait_for_signal() {
-    let _ = tokio::signal::ctrl_c().await;
+    /// Completes on SIGUSR2: a new server process is taking over (never, where there is
+    /// none). Takes the SIGUSR2 listener out of `self`, so call it before [`Signals::stop`].
+    pub fn handover(&mut self) -> impl Future<Output = ()> + Send + 'static {
+        #[cfg(unix)]
+        let usr2 = self.usr2.take();
+        async move {
+            #[cfg(unix)]
+            if let Some(mut usr2) = usr2
+                && usr2.recv().await.is_some()
+            {
+                tracing::info!("SIGUSR2: a new server takes over; handing over now");
+                return;
+            }
+            std::future::pending().await
+        }
+    }
+
+    #[cfg(unix)]
+    async fn first_stop(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
+    }
+
+    #[cfg(not(unix))]
+    async fn first_stop(&mut self) {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
