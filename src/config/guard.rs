@@ -26,14 +26,16 @@ pub const DEFAULT_STARTUP_ONLY_KEYS: &str = "frameMaxLength;maxConnections;maxQu
 /// The key that lists the start-up-only keys; always start-up-only itself.
 pub const STARTUP_ONLY_KEYS: &str = "startupOnlyConfigKeys";
 
-/// Keys that send clients elsewhere (`httpNsaddrList`, the peers), decide whether this server
-/// is ready (`/readyz`, route lookups) or which silent brokers routes keep naming: refused
-/// over UPDATE_NAMESRV_CONFIG unless `authMode=enforce`, where only a signed admin sends it.
+/// Keys that send clients elsewhere (`httpNsaddrList`, the peers and the limits of their
+/// checks), decide whether this server is ready (`/readyz`, route lookups) or which silent
+/// brokers routes keep naming: refused over UPDATE_NAMESRV_CONFIG unless `authMode=enforce`,
+/// where only a signed admin sends it.
 pub const STEERING_KEYS: &[&str] = &[
     "httpNsaddrList",
     "httpReadyMinLiveBrokers",
     "namesrvPeers",
     "peerCheckIntervalMillis",
+    "peerMaxAnswerBytes",
     "needWaitForService",
     "waitSecondsForService",
     "evictionProtection",
