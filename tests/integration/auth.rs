@@ -52,7 +52,7 @@ async fn start(mode: &str, accounts: &str) -> AuthServer {
 }
 
 /// Adds `AccessKey` and `Signature` as the client hook does.
-fn sign(mut cmd: RemotingCommand, access_key: &str, secret: &str) -> RemotingCommand {
+pub(crate) fn sign(mut cmd: RemotingCommand, access_key: &str, secret: &str) -> RemotingCommand {
     let body = cmd.body.clone().unwrap_or_default();
     let fields = cmd.ext_fields.get_or_insert_with(ExtFields::new);
     fields.insert(signature::ACCESS_KEY, access_key);
@@ -61,7 +61,8 @@ fn sign(mut cmd: RemotingCommand, access_key: &str, secret: &str) -> RemotingCom
     cmd
 }
 
-async fn call(c: &mut TestClient, cmd: RemotingCommand) -> RemotingCommand {
+/// Sends `cmd` and returns its answer (checked to be the answer to it).
+pub(crate) async fn call(c: &mut TestClient, cmd: RemotingCommand) -> RemotingCommand {
     c.send(&cmd).await;
     let resp = c.recv().await.expect("an answer");
     assert_eq!(resp.opaque, cmd.opaque);

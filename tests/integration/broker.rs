@@ -7,7 +7,8 @@ use std::time::Duration;
 use namesrv::protocol::code::{request, response};
 
 use crate::harness::{
-    TestClient, TestServer, body_text, qdv_ext, register, register_body, register_ext, route,
+    TestClient, TestServer, body_text, qdv_ext, register, register_body, register_broker_a,
+    register_ext, route,
 };
 
 /// Waits (boundedly) until `topic` has no route.
@@ -72,15 +73,7 @@ async fn a_broker_that_stops_heartbeating_expires() {
 async fn default_expiry_is_120_seconds_and_broker_heartbeat_refreshes() {
     let server = TestServer::with_properties("serverChannelMaxIdleTimeSeconds=0").await;
     let mut broker = server.client().await;
-    register(
-        &mut broker,
-        "broker-a",
-        "10.0.0.1:10911",
-        "0",
-        1,
-        &["TopicA", "TopicB"],
-    )
-    .await;
+    register_broker_a(&mut broker).await;
     let mut client = server.client().await;
     tokio::time::advance(Duration::from_secs(100)).await;
     let hb = broker
@@ -109,15 +102,7 @@ async fn default_expiry_is_120_seconds_and_broker_heartbeat_refreshes() {
 async fn a_broker_whose_connection_drops_is_unregistered_at_once() {
     let server = TestServer::start().await;
     let mut broker = server.client().await;
-    register(
-        &mut broker,
-        "broker-a",
-        "10.0.0.1:10911",
-        "0",
-        1,
-        &["TopicA", "TopicB"],
-    )
-    .await;
+    register_broker_a(&mut broker).await;
     let mut client = server.client().await;
     assert_eq!(route(&mut client, "TopicA").await.code, 0);
     drop(broker);
@@ -135,25 +120,9 @@ async fn a_broker_whose_connection_drops_is_unregistered_at_once() {
 async fn only_the_latest_registering_connection_owns_the_broker() {
     let server = TestServer::start().await;
     let mut old = server.client().await;
-    register(
-        &mut old,
-        "broker-a",
-        "10.0.0.1:10911",
-        "0",
-        1,
-        &["TopicA", "TopicB"],
-    )
-    .await;
+    register_broker_a(&mut old).await;
     let mut new = server.client().await;
-    register(
-        &mut new,
-        "broker-a",
-        "10.0.0.1:10911",
-        "0",
-        1,
-        &["TopicA", "TopicB"],
-    )
-    .await;
+    register_broker_a(&mut new).await;
     drop(old);
     let mut client = server.client().await;
     // Give the close time to be processed, then check the broker is still there.
@@ -169,15 +138,7 @@ async fn only_the_latest_registering_connection_owns_the_broker() {
 async fn master_and_slave() {
     let server = TestServer::start().await;
     let mut master = server.client().await;
-    let resp = register(
-        &mut master,
-        "broker-a",
-        "10.0.0.1:10911",
-        "0",
-        1,
-        &["TopicA", "TopicB"],
-    )
-    .await;
+    let resp = register_broker_a(&mut master).await;
     assert_eq!(resp.ext_fields.map(|f| f.len()), Some(0));
     let mut slave = server.client().await;
     let resp = register(
@@ -436,15 +397,7 @@ async fn missing_and_invalid_fields_are_clear_errors() {
 async fn route_json_style_follows_client_version() {
     let server = TestServer::start().await;
     let mut broker = server.client().await;
-    register(
-        &mut broker,
-        "broker-a",
-        "10.0.0.1:10911",
-        "0",
-        1,
-        &["TopicA", "TopicB"],
-    )
-    .await;
+    register_broker_a(&mut broker).await;
     let mut old = server.client().await;
     old.version = 121;
     let legacy = body_text(&route(&mut old, "TopicA").await);
@@ -565,15 +518,7 @@ async fn order_topic_config_reaches_brokers_and_routes() {
         )
         .await;
     assert_eq!(put.code, 0);
-    let resp = register(
-        &mut client,
-        "broker-a",
-        "10.0.0.1:10911",
-        "0",
-        1,
-        &["TopicA", "TopicB"],
-    )
-    .await;
+    let resp = register_broker_a(&mut client).await;
     assert_eq!(body_text(&resp), r#"{"table":{"TopicA":"broker-a:4"}}"#);
     assert!(
         body_text(&route(&mut client, "TopicA").await).contains(r#""orderTopicConf":"broker-a:4""#)
@@ -681,15 +626,7 @@ async fn the_readiness_gate_refuses_routes_until_brokers_had_time_to_register() 
     )
     .await;
     let mut client = server.client().await;
-    register(
-        &mut client,
-        "broker-a",
-        "10.0.0.1:10911",
-        "0",
-        1,
-        &["TopicA", "TopicB"],
-    )
-    .await;
+    register_broker_a(&mut client).await;
     let resp = route(&mut client, "TopicA").await;
     assert_eq!(
         (resp.code, resp.remark.as_deref()),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use namesrv::protocol::code::{request, response};
 
-use crate::harness::{TestClient, TestServer, register, route};
+use crate::harness::{TestClient, TestServer, register_broker_a, route};
 
 #[tokio::test]
 async fn newer_clients_are_told_to_go_away_during_the_wait() {
@@ -17,15 +17,7 @@ async fn newer_clients_are_told_to_go_away_during_the_wait() {
     )
     .await;
     let mut broker = server.client().await;
-    register(
-        &mut broker,
-        "broker-a",
-        "10.0.0.1:10911",
-        "0",
-        1,
-        &["TopicA", "TopicB"],
-    )
-    .await;
+    register_broker_a(&mut broker).await;
     let mut newer = server.client().await;
     let mut older = server.client().await;
     older.version = 475; // V5_3_1: not newer than 5.3.1

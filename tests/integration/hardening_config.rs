@@ -8,7 +8,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use namesrv::protocol::code::{request, response};
-use namesrv::protocol::{ExtFields, RemotingCommand, signature};
 use namesrv::state::route_table::MAX_BROKER_TIMEOUT;
 
 use crate::cli::{namesrv, private_config, run, stderr};
@@ -34,20 +33,7 @@ async fn server(properties: &str, acl: &str) -> (TestServer, tempfile::TempDir) 
     (server, dir)
 }
 
-/// Adds `AccessKey` and `Signature` as RocketMQ's `AclClientRPCHook` does.
-fn sign(mut cmd: RemotingCommand, access_key: &str, secret: &str) -> RemotingCommand {
-    let body = cmd.body.clone().unwrap_or_default();
-    let fields = cmd.ext_fields.get_or_insert_with(ExtFields::new);
-    fields.insert(signature::ACCESS_KEY, access_key);
-    let content = signature::content(fields.iter(), &body, &[]);
-    fields.insert(signature::SIGNATURE, signature::sign(secret, &content));
-    cmd
-}
-
-async fn call(c: &mut TestClient, cmd: RemotingCommand) -> RemotingCommand {
-    c.send(&cmd).await;
-    c.recv().await.expect("an answer")
-}
+use crate::auth::{call, sign};
 
 #[tokio::test]
 async fn unauthenticated_clients_can_neither_redirect_clients_nor_hold_readiness() {

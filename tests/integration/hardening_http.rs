@@ -10,17 +10,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
 use crate::harness::{
-    HttpResponse, Options, TestServer, http_request, http_request_with, register,
+    HttpResponse, TestServer, http_request, http_request_with, register_broker_a,
 };
 
-async fn server_with(properties: &str) -> TestServer {
-    TestServer::start_with(Options {
-        properties: properties.to_owned(),
-        http: true,
-        ..Options::default()
-    })
-    .await
-}
+use crate::http::server_with;
 
 /// A connection to `to` from the loopback address `from` (all of 127/8 is loopback on Linux).
 async fn connect_from(from: &str, to: SocketAddr) -> TcpStream {
@@ -264,15 +257,7 @@ async fn views_wait_for_the_route_table_off_the_runtime_workers() {
     // lock on it would stop every other connection too.
     let server = server_with("").await;
     let mut broker = server.client().await;
-    register(
-        &mut broker,
-        "broker-a",
-        "10.0.0.1:10911",
-        "0",
-        1,
-        &["A", "B"],
-    )
-    .await;
+    register_broker_a(&mut broker).await;
     let state = server.state.clone();
     let (locked_tx, locked_rx) = std::sync::mpsc::channel();
     let writer = std::thread::spawn(move || {

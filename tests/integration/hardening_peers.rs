@@ -13,29 +13,9 @@ use namesrv::state::peering::{Difference, PeerReport};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::harness::{TestServer, apply_config, register};
+use crate::harness::{TestServer, register_broker_a};
 
-const PROPS: &str =
-    "peerCheckIntervalMillis=200\npeerDivergenceAfterMillis=600\nserverChannelMaxIdleTimeSeconds=0";
-
-/// `namesrvPeers` is the operator's (start-up only over the wire unless `authMode=enforce`):
-/// applied as a reload of the file does.
-fn set_peers(server: &TestServer, peers: &[SocketAddr]) {
-    let list: Vec<String> = peers.iter().map(ToString::to_string).collect();
-    apply_config(server, &format!("namesrvPeers={}", list.join(";")));
-}
-
-/// Waits (boundedly: 15 s) until `server`'s report satisfies `done`.
-async fn report_until(server: &TestServer, done: impl Fn(&PeerReport) -> bool) -> PeerReport {
-    for _ in 0..750 {
-        let report = server.state.peer_report();
-        if done(&report) {
-            return report;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("report never settled: {:#?}", server.state.peer_report());
-}
+use crate::peers::{PROPS, report_until, set_peers};
 
 fn unreachable_why(report: &PeerReport, peer: SocketAddr) -> Option<String> {
     report
@@ -55,15 +35,7 @@ fn checking(props: &str, peers: &[SocketAddr]) -> String {
 async fn server_with_a_broker(peers: &[SocketAddr]) -> (TestServer, crate::harness::TestClient) {
     let a = TestServer::with_properties(&checking(PROPS, peers)).await;
     let mut broker = a.client().await;
-    register(
-        &mut broker,
-        "broker-a",
-        "10.0.0.1:10911",
-        "0",
-        1,
-        &["TopicA", "TopicB"],
-    )
-    .await;
+    register_broker_a(&mut broker).await;
     (a, broker)
 }
 
@@ -234,7 +206,7 @@ async fn the_connections_close_when_the_list_empties() {
     })
     .await;
     assert_eq!(open.load(Ordering::Relaxed), 1, "one connection, reused");
-    set_peers(&a, &[]);
+    set_peers(&a, &[]).await;
     for _ in 0..250 {
         if open.load(Ordering::Relaxed) == 0 {
             break;

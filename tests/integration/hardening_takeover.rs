@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::harness::{TestClient, register, route};
+use crate::harness::{TestClient, register_broker_a, route};
 use crate::spawned::{self, BIN, Spawned};
 
 /// Lookups on a new connection each, every 5 ms, until `stop`: how many were answered
@@ -73,15 +73,7 @@ async fn takeover(conf: std::path::PathBuf, home: std::path::PathBuf, pid: u32) 
 
 async fn with_a_route(addr: SocketAddr) -> TestClient {
     let mut broker = TestClient::connect(addr).await;
-    register(
-        &mut broker,
-        "broker-a",
-        "10.0.0.1:10911",
-        "0",
-        1,
-        &["TopicA", "TopicB"],
-    )
-    .await;
+    register_broker_a(&mut broker).await;
     broker
 }
 

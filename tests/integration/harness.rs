@@ -481,6 +481,20 @@ pub fn qdv_ext<'a>(name: &'a str, addr: &'a str) -> [(&'a str, &'a str); 4] {
     ]
 }
 
+/// Registers the tests' usual broker: `broker-a` (master, 10.0.0.1:10911) of `DefaultCluster`
+/// with TopicA and TopicB, data version counter 1.
+pub async fn register_broker_a(client: &mut TestClient) -> RemotingCommand {
+    register(
+        client,
+        "broker-a",
+        "10.0.0.1:10911",
+        "0",
+        1,
+        &["TopicA", "TopicB"],
+    )
+    .await
+}
+
 /// Registers a 5.x broker and asserts success.
 pub async fn register(
     client: &mut TestClient,

@@ -11,7 +11,8 @@ use crate::harness::{
     http_request_with, register, route, update_config,
 };
 
-async fn server_with(properties: &str) -> TestServer {
+/// A server with the HTTP listener on and `properties` in its config.
+pub(crate) async fn server_with(properties: &str) -> TestServer {
     TestServer::start_with(Options {
         properties: properties.to_owned(),
         http: true,

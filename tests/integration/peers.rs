@@ -12,19 +12,26 @@ use namesrv::state::peering::{Difference, PeerReport};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::harness::{Options, TestClient, TestServer, apply_config, body_text, register};
+use crate::harness::{
+    Options, TestClient, TestServer, apply_config, body_text, register, register_broker_a,
+};
 
-const PROPS: &str =
+pub(crate) const PROPS: &str =
     "peerCheckIntervalMillis=200\npeerDivergenceAfterMillis=600\nserverChannelMaxIdleTimeSeconds=0";
 
-async fn set_peers(server: &TestServer, peers: &[SocketAddr]) {
+/// `namesrvPeers` is the operator's (start-up only over the wire unless `authMode=enforce`):
+/// applied as a reload of the file does.
+pub(crate) async fn set_peers(server: &TestServer, peers: &[SocketAddr]) {
     let list: Vec<String> = peers.iter().map(ToString::to_string).collect();
     apply_config(server, &format!("namesrvPeers={}", list.join(";")));
 }
 
-/// Waits (boundedly) until `server`'s report satisfies `done`.
-async fn report_until(server: &TestServer, done: impl Fn(&PeerReport) -> bool) -> PeerReport {
-    for _ in 0..500 {
+/// Waits (boundedly: 15 s) until `server`'s report satisfies `done`.
+pub(crate) async fn report_until(
+    server: &TestServer,
+    done: impl Fn(&PeerReport) -> bool,
+) -> PeerReport {
+    for _ in 0..750 {
         let report = server.state.peer_report();
         if done(&report) {
             return report;
@@ -61,15 +68,7 @@ async fn three_nodes_and_a_broker_that_registers_with_two() {
     let mut brokers = Vec::new();
     for (server, counter_b) in [(&a, 2), (&b, 1)] {
         let mut conn = server.client().await;
-        register(
-            &mut conn,
-            "broker-a",
-            "10.0.0.1:10911",
-            "0",
-            1,
-            &["TopicA", "TopicB"],
-        )
-        .await;
+        register_broker_a(&mut conn).await;
         register(
             &mut conn,
             "broker-b",
@@ -154,15 +153,7 @@ async fn three_nodes_and_a_broker_that_registers_with_two() {
 
     // The broker registers with the third node: the divergence ends.
     let mut conn = c.client().await;
-    register(
-        &mut conn,
-        "broker-a",
-        "10.0.0.1:10911",
-        "0",
-        1,
-        &["TopicA", "TopicB"],
-    )
-    .await;
+    register_broker_a(&mut conn).await;
     register(
         &mut conn,
         "broker-b",
@@ -218,15 +209,7 @@ async fn a_peer_that_answers_garbage_or_hangs_is_reported_and_survived() {
     let a = TestServer::with_properties(PROPS).await;
     let b = TestServer::with_properties(PROPS).await;
     let mut broker = a.client().await;
-    register(
-        &mut broker,
-        "broker-a",
-        "10.0.0.1:10911",
-        "0",
-        1,
-        &["TopicA", "TopicB"],
-    )
-    .await;
+    register_broker_a(&mut broker).await;
     let (garbage, hanging) = (garbage_peer().await, hanging_peer().await);
     set_peers(&a, &[b.addr, garbage, hanging]).await;
     let report = report_until(&a, |r| {
@@ -258,14 +241,6 @@ async fn a_peer_that_answers_garbage_or_hangs_is_reported_and_survived() {
     assert!(config.contains("\nnamesrvPeersUnreachable=2\n"), "{config}");
     // Still checking: the good peer catches up and the divergence ends.
     let mut on_b = b.client().await;
-    register(
-        &mut on_b,
-        "broker-a",
-        "10.0.0.1:10911",
-        "0",
-        1,
-        &["TopicA", "TopicB"],
-    )
-    .await;
+    register_broker_a(&mut on_b).await;
     report_until(&a, |r| r.divergent.is_empty() && r.peers.len() == 3).await;
 }

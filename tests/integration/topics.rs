@@ -3,19 +3,11 @@
 
 use namesrv::protocol::code::{request, response};
 
-use crate::harness::{TestClient, TestServer, body_text, register, register_ext, route};
+use crate::harness::{TestClient, TestServer, body_text, register_broker_a, register_ext, route};
 
 async fn cluster_with_two_brokers(server: &TestServer) -> TestClient {
     let mut c = server.client().await;
-    register(
-        &mut c,
-        "broker-a",
-        "10.0.0.1:10911",
-        "0",
-        1,
-        &["TopicA", "TopicB"],
-    )
-    .await;
+    register_broker_a(&mut c).await;
     let body = br#"{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":1,"timestamp":1},"topicConfigTable":{"U1":{"topicName":"U1","topicSysFlag":1},"U2":{"topicName":"U2","topicSysFlag":2},"U3":{"topicName":"U3","topicSysFlag":3}}}}"#;
     let mut ext = register_ext("broker-b", "10.0.0.2:10911", "0");
     ext.retain(|(k, _)| *k != "clusterName");

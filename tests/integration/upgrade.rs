@@ -18,7 +18,7 @@ use namesrv::protocol::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::harness::{TestClient, register, route};
+use crate::harness::{TestClient, register_broker_a, route};
 use crate::spawned::{self, Spawned};
 
 #[derive(Default)]
@@ -149,15 +149,7 @@ async fn a_takeover_refuses_no_connection_and_fails_no_request() {
         &format!("{graceful}\nlistenPort={}", addr.port()),
     );
     let mut broker = TestClient::connect(addr).await;
-    register(
-        &mut broker,
-        "broker-a",
-        "10.0.0.1:10911",
-        "0",
-        1,
-        &["TopicA", "TopicB"],
-    )
-    .await;
+    register_broker_a(&mut broker).await;
     let before = route(&mut broker, "TopicA").await;
 
     // A second ordinary start on the port is still refused.
@@ -289,15 +281,7 @@ async fn the_script_upgrades_the_running_server_in_place() {
     let old = pid_in(&pid_file);
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let mut broker = TestClient::connect(addr).await;
-    register(
-        &mut broker,
-        "broker-a",
-        "10.0.0.1:10911",
-        "0",
-        1,
-        &["TopicA", "TopicB"],
-    )
-    .await;
+    register_broker_a(&mut broker).await;
 
     let out = script(dir.path(), &["--upgrade", "-c", &conf]);
     let said = String::from_utf8_lossy(&out.stdout);
