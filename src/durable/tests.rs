@@ -1,3 +1,7 @@
+//! Unit tests of crash-safe replacement and bounded reads: temporary files that cannot be
+//! redirected, links never written through, stale temporaries removed, FIFOs and oversized
+//! files refused.
+
 use std::fs;
 
 use super::read::{MAX_SMALL_FILE, read_capped, read_small};

@@ -1,3 +1,6 @@
+//! Unit tests of the log writer: one line per event (control characters escaped) and the
+//! size cap of a log file.
+
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::*;
