@@ -14,10 +14,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use crate::protocol::body::Name;
+use crate::server::offload::{Lane, Offload};
 use crate::state::Namesrv;
 use crate::state::route_table::overview::ClusterView;
 
@@ -65,19 +65,18 @@ pub(super) struct Views {
     /// One build at a time: an async lock, held across the build on purpose, so that the
     /// requests that find the overview stale wait for that build instead of starting theirs.
     building: tokio::sync::Mutex<()>,
-    /// Jobs on the blocking pool at once: one core fewer than the machine has, so the
-    /// runtime's workers keep one.
-    lane: Semaphore,
+    /// The views' jobs run in a CPU lane of the blocking pool, like the remoting port's
+    /// heavy work: one core fewer than the machine has at once.
+    offload: Offload,
     builds: AtomicU64,
 }
 
 impl Default for Views {
     fn default() -> Views {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Views {
             last: Mutex::new(None),
             building: tokio::sync::Mutex::new(()),
-            lane: Semaphore::new(cores.saturating_sub(1).max(1)),
+            offload: Offload::new(),
             builds: AtomicU64::new(0),
         }
     }
@@ -111,18 +110,13 @@ impl Views {
             .cloned()
     }
 
-    /// Runs `job` on the blocking pool once the lane has room; `None` if the runtime is
-    /// shutting down. A panic in the job resumes here.
+    /// Runs `job` in the CPU lane; `None` if the runtime is shutting down. A panic in the
+    /// job resumes here.
     pub(super) async fn run<T: Send + 'static>(
         &self,
         job: impl FnOnce() -> T + Send + 'static,
     ) -> Option<T> {
-        let _permit = self.lane.acquire().await.ok()?;
-        match tokio::task::spawn_blocking(job).await {
-            Ok(out) => Some(out),
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            Err(_) => None,
-        }
+        self.offload.run(Lane::Cpu, |_| job()).await
     }
 
     /// Overviews built so far.

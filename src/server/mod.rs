@@ -11,7 +11,7 @@ mod connection;
 pub mod handover;
 mod io;
 pub(crate) mod log_limit;
-mod offload;
+pub(crate) mod offload;
 mod port_owner;
 pub mod prelude;
 

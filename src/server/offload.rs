@@ -17,7 +17,7 @@ const DISK_LANE: usize = 32;
 
 /// Which lane a job runs in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Lane {
+pub(crate) enum Lane {
     /// The job mostly waits for the disk.
     Disk,
     /// The job keeps a core busy.
@@ -26,7 +26,7 @@ pub(super) enum Lane {
 
 /// The two lanes.
 #[derive(Debug, Clone)]
-pub(super) struct Offload {
+pub(crate) struct Offload {
     disk: Arc<Semaphore>,
     cpu: Arc<Semaphore>,
 }
