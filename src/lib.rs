@@ -39,6 +39,7 @@
 
 pub mod admin;
 pub mod auth;
+mod civil;
 pub mod cli;
 pub mod config;
 pub mod dispatch;

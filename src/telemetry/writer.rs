@@ -178,21 +178,13 @@ impl<W: Write> Write for Capped<W> {
     }
 }
 
-/// `secs` since the epoch as `YYYY-MM-DDTHH:MM:SSZ` (UTC), without a date library: Howard
-/// Hinnant's days-to-civil conversion.
+/// `secs` since the epoch as `YYYY-MM-DDTHH:MM:SSZ` (UTC).
 pub(super) fn rfc3339(secs: u64) -> String {
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let (h, m, s) = (rest / 3600, rest % 3600 / 60, rest % 60);
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}Z")
+    let t = crate::civil::Utc::from_unix_secs(secs as i64);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+        t.year, t.month, t.day, t.hour, t.minute, t.second
+    )
 }
 
 /// Parses a size such as `256M`, `1G`, `65536` or `64K` (binary multiples), for
