@@ -21,6 +21,7 @@ use base64::Engine as _;
 use tokio::time::Instant;
 
 use super::{App, Peer};
+use crate::auth::policy::echo_within;
 use crate::auth::{Reason, RequestClass};
 use crate::config::AuthMode;
 
@@ -73,10 +74,8 @@ fn log_refusal(app: &App, peer: Peer, user: Option<&str>, reason: Reason) {
     let Some(suppressed) = app.refusal_log.lock().ready() else {
         return;
     };
-    // Control characters escaped, so that a user name cannot forge log lines.
-    let user: String = (user.unwrap_or_default().chars().take(ECHO_LIMIT))
-        .flat_map(char::escape_debug)
-        .collect();
+    // Cut, and control characters escaped as in the remoting port's refusals.
+    let user = echo_within(user.unwrap_or_default(), ECHO_LIMIT);
     tracing::warn!(
         peer = %peer.remote.ip(),
         user = %user,
