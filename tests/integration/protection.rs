@@ -1,7 +1,8 @@
 //! Mass-eviction protection over TCP, on paused time: ten brokers that fall silent together
 //! are held and their routes served; a few silent ones are evicted as Java evicts them;
-//! holds end by themselves; closed connections are never held; `evictionProtection=false`
-//! is Java.
+//! holds end by themselves; closed connections are never held; brokers that only registered,
+//! or only just arrived, neither keep a dead broker nor get a silent cluster evicted;
+//! `evictionProtection=false` is Java.
 
 use std::time::Duration;
 
@@ -24,15 +25,20 @@ fn topic(b: usize) -> String {
     format!("Topic{b}")
 }
 
+/// Broker `b` on its own connection, registered once, serving `Topic<b>` and `Shared`.
+async fn broker(server: &TestServer, b: usize) -> TestClient {
+    let mut c = server.client().await;
+    register(&mut c, &name(b), &addr(b), "0", 1, &[&topic(b), "Shared"]).await;
+    c
+}
+
 /// Ten brokers, each on its own connection, serving `Topic<b>` and `Shared`, registered and
 /// heard from again a heartbeat period (30 s) later: protection counts only brokers with
 /// that much history.
 async fn ten_brokers(server: &TestServer) -> Vec<TestClient> {
     let mut brokers = Vec::new();
     for b in 0..10 {
-        let mut c = server.client().await;
-        register(&mut c, &name(b), &addr(b), "0", 1, &[&topic(b), "Shared"]).await;
-        brokers.push(c);
+        brokers.push(broker(server, b).await);
     }
     pass(30).await;
     for (b, broker) in brokers.iter_mut().enumerate() {
@@ -264,4 +270,72 @@ async fn one_idle_broker_among_healthy_ones_is_removed_at_once() {
     assert!(!served(&mut client, 0).await);
     assert_eq!(shared_groups(&mut client).await, 9);
     assert_eq!(server.state.eviction_protection().holds, 0);
+}
+
+// --- Brokers that only registered, or only just arrived, do not sway protection. ---
+
+#[tokio::test(start_paused = true)]
+async fn registered_and_silent_fakes_neither_keep_a_dead_broker_nor_raise_a_hold() {
+    let server = TestServer::with_properties(SCAN_ONLY).await;
+    let mut client = server.client().await;
+    let mut real = Vec::new();
+    for b in 0..5 {
+        real.push(broker(&server, b).await);
+    }
+    // Ten fakes register once and say nothing more; broker 0 dies after 30 s; the other four
+    // heartbeat every 30 s.
+    let mut fakes = Vec::new();
+    for b in 5..15 {
+        fakes.push(broker(&server, b).await);
+    }
+    for round in 1..=6 {
+        pass(30).await;
+        for (b, broker) in real.iter_mut().enumerate() {
+            if b > 0 || round == 1 {
+                heartbeat(broker, b).await;
+            }
+        }
+    }
+    // 180 s: broker 0 has been silent 150 s, past its 120 s timeout: gone, as in Java.
+    assert!(!served(&mut client, 0).await, "the dead broker was kept");
+    for b in 1..5 {
+        assert!(served(&mut client, b).await);
+    }
+    for b in 5..15 {
+        assert!(!served(&mut client, b).await, "fake {b} was kept");
+    }
+    let status = server.state.eviction_protection();
+    assert_eq!((status.held, status.holds), (0, 0), "a false hold");
+}
+
+#[tokio::test(start_paused = true)]
+async fn heartbeating_newcomers_do_not_get_a_silent_cluster_evicted() {
+    let server = TestServer::with_properties(SCAN_ONLY).await;
+    let mut client = server.client().await;
+    let mut real = Vec::new();
+    for b in 0..5 {
+        real.push(broker(&server, b).await);
+    }
+    pass(30).await;
+    for (b, broker) in real.iter_mut().enumerate() {
+        heartbeat(broker, b).await;
+    }
+    // The five fall silent together (a real mass silence); ten fakes appear and heartbeat
+    // every 10 s.
+    let mut fakes = Vec::new();
+    for b in 5..15 {
+        fakes.push(broker(&server, b).await);
+    }
+    for _ in 0..15 {
+        pass(10).await;
+        for (i, fake) in fakes.iter_mut().enumerate() {
+            heartbeat(fake, i + 5).await;
+        }
+    }
+    // 180 s: the five have been silent 150 s, and are held.
+    for b in 0..5 {
+        assert!(served(&mut client, b).await, "broker {b} was evicted");
+    }
+    let status = server.state.eviction_protection();
+    assert_eq!((status.held, status.holds), (5, 1));
 }
