@@ -22,6 +22,9 @@
 //! when it could not run.
 
 #[allow(dead_code)] // shared with the soak tool, which uses more of it
+#[path = "../tests/support/client_hello.rs"]
+mod client_hello;
+
 #[path = "soak/server.rs"]
 mod server;
 #[allow(dead_code)]
@@ -43,6 +46,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use clap::Parser;
+use client_hello::partial_client_hello;
 use namesrv::protocol::code::request;
 use namesrv::protocol::{ExtFields, RemotingCommand, SerializeType, encode_frame};
 use serde_json::json;
@@ -467,24 +471,6 @@ async fn hold_prefixed(n: usize, addr: SocketAddr, deadline: Instant, prefix: Ar
     for t in tasks {
         let _ = t.await;
     }
-}
-
-/// Three full TLS records of a ClientHello that claims 60 000 bytes: a handshake that must
-/// hold all of them while it waits for the rest.
-fn partial_client_hello() -> Vec<u8> {
-    let mut out = Vec::new();
-    for i in 0..3 {
-        out.extend_from_slice(&[0x16, 0x03, 0x01]);
-        out.extend_from_slice(&16_384u16.to_be_bytes());
-        let mut payload = vec![0u8; 16_384];
-        if i == 0 {
-            payload[0] = 1; // client_hello
-            payload[1..4].copy_from_slice(&60_000u32.to_be_bytes()[1..]);
-            payload[4..6].copy_from_slice(&[3, 3]);
-        }
-        out.extend_from_slice(&payload);
-    }
-    out
 }
 
 /// Runs `n` loops of `one` until `deadline`.

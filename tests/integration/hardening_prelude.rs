@@ -13,25 +13,11 @@ use tokio::task::JoinSet;
 
 use crate::harness::{TestClient, TestServer, route, tls_client_config};
 
-const BUDGET: usize = 2 * 1024 * 1024;
+#[path = "../support/client_hello.rs"]
+mod client_hello;
+use client_hello::partial_client_hello;
 
-/// The first `records` full TLS records of a ClientHello that claims 60 000 bytes: rustls
-/// must hold all of them while it waits for the rest.
-fn partial_client_hello(records: usize) -> Vec<u8> {
-    let mut out = Vec::new();
-    for i in 0..records {
-        out.extend_from_slice(&[0x16, 0x03, 0x01]);
-        out.extend_from_slice(&16_384u16.to_be_bytes());
-        let mut payload = vec![0u8; 16_384];
-        if i == 0 {
-            payload[0] = 1; // client_hello
-            payload[1..4].copy_from_slice(&60_000u32.to_be_bytes()[1..]);
-            payload[4..6].copy_from_slice(&[3, 3]);
-        }
-        out.extend_from_slice(&payload);
-    }
-    out
-}
+const BUDGET: usize = 2 * 1024 * 1024;
 
 #[tokio::test]
 async fn stalled_client_hellos_are_closed_by_the_buffer_budget() {
@@ -41,7 +27,7 @@ async fn stalled_client_hellos_are_closed_by_the_buffer_budget() {
          handshakeTimeoutMillis=600000\n"
     ))
     .await;
-    let hello = partial_client_hello(3);
+    let hello = partial_client_hello();
     let attackers = 80;
     let mut waits = JoinSet::new();
     for _ in 0..attackers {

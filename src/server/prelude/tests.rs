@@ -7,12 +7,16 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+#[path = "../../../tests/support/client_hello.rs"]
+mod client_hello;
+
 use super::proxy::{v1_header, v2_header};
 use super::*;
 use crate::metrics::Prelude as Outcome;
 use crate::server::budget::Budget;
 use crate::state::ConnId;
 use crate::tls::TlsSettings;
+use client_hello::partial_client_hello;
 
 fn test_mode_tls() -> ServerTls {
     let base = TlsSettings {
@@ -359,28 +363,10 @@ async fn a_strict_prefix_of_a_signature_is_woken_only_by_new_bytes() {
     }
 }
 
-/// The first `records` full TLS records of a ClientHello that claims 60 000 bytes: rustls
-/// holds all of them while it waits for the rest.
-fn partial_client_hello(records: usize) -> Vec<u8> {
-    let mut out = Vec::new();
-    for i in 0..records {
-        out.extend_from_slice(&[0x16, 0x03, 0x01]);
-        out.extend_from_slice(&16_384u16.to_be_bytes());
-        let mut payload = vec![0u8; 16_384];
-        if i == 0 {
-            payload[0] = 1; // client_hello
-            payload[1..4].copy_from_slice(&60_000u32.to_be_bytes()[1..]);
-            payload[4..6].copy_from_slice(&[3, 3]);
-        }
-        out.extend_from_slice(&payload);
-    }
-    out
-}
-
 #[tokio::test(start_paused = true)]
 async fn stalled_handshakes_are_counted_in_the_budget_which_closes_them() {
     let p = prelude(ServerMode::Permissive, "*");
-    let hello = partial_client_hello(3);
+    let hello = partial_client_hello();
     // Room for one stalled handshake, not two.
     let budget = Budget::new(handshake_cost(hello.len()) + 8 * 1024);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
