@@ -10,7 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
 use crate::harness::{
-    HttpResponse, TestServer, http_request, http_request_with, register_broker_a,
+    HttpResponse, TestServer, http_exchange, http_request, http_request_with, register_broker_a,
 };
 
 use crate::http::server_with;
@@ -94,25 +94,14 @@ async fn one_address_gets_a_bounded_share_of_the_connections() {
 
 /// `(status, body)` of `GET path` sent from `from`.
 async fn request_from(from: &str, to: SocketAddr, path: &str) -> (u16, String) {
-    let mut s = connect_from(from, to).await;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-    s.write_all(request.as_bytes()).await.unwrap();
-    let mut raw = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut raw))
-        .await
-        .expect("an answer within 10 s")
-        .unwrap();
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map_or("", |(_, b)| b)
-        .to_owned();
-    (status, body)
+    let s = connect_from(from, to).await;
+    let resp = tokio::time::timeout(
+        Duration::from_secs(10),
+        http_exchange(s, to, "GET", path, &[]),
+    )
+    .await
+    .expect("an answer within 10 s");
+    (resp.status, resp.body)
 }
 
 #[tokio::test]

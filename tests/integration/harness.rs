@@ -220,7 +220,18 @@ pub async fn http_request_with(
     path: &str,
     headers: &[(&str, &str)],
 ) -> HttpResponse {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let stream = TcpStream::connect(addr).await.unwrap();
+    http_exchange(stream, addr, method, path, headers).await
+}
+
+/// [`http_request_with`] on a connection the caller opened (say, from a chosen address).
+pub async fn http_exchange(
+    mut stream: TcpStream,
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> HttpResponse {
     let extra: String = headers
         .iter()
         .map(|(n, v)| format!("{n}: {v}\r\n"))
