@@ -49,6 +49,7 @@ pub mod handlers;
 pub mod http;
 pub mod java_str;
 pub mod kv;
+mod log_limit;
 pub mod metrics;
 pub mod peers;
 pub mod protocol;

@@ -1,6 +1,6 @@
 //! What the gate writes down: one audit line per admin request of a code the server serves
 //! (target [`AUDIT_TARGET`], which `telemetry` can send to a file of its own), and warnings
-//! about refusals. Both are limited per [`LineBudget::WINDOW`] ([`RefusalLog::PER_WINDOW`]
+//! about refusals. Both are limited per [`WINDOW`] ([`RefusalLog::PER_WINDOW`]
 //! refusals, [`AUDIT_PER_WINDOW`] audit lines), and the next line after a quiet spell says how
 //! many were left out, so that a flood of requests cannot flood the log.
 //!
@@ -13,16 +13,15 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use super::policy::{Refusal, echo_within};
+use crate::log_limit::LogLimit;
 use crate::protocol::RemotingCommand;
 use crate::protocol::code::request as rc;
 
 /// The `tracing` target of audit lines.
 pub const AUDIT_TARGET: &str = "namesrv::audit";
 
-/// Audit lines written per [`LineBudget::WINDOW`] at most. More than an operator's tools send
+/// Audit lines written per [`WINDOW`] at most. More than an operator's tools send
 /// (a few requests per `mqadmin` command), far less than a flood.
 pub(super) const AUDIT_PER_WINDOW: u32 = 30;
 
@@ -87,53 +86,16 @@ pub(super) fn audited(code: i32) -> bool {
     code_name(code) != "other"
 }
 
-/// At most `per_window` lines per [`LineBudget::WINDOW`]; the next line after a quiet spell
-/// says how many were left out.
+/// The window audit lines and refusal warnings are counted in.
+pub(super) const WINDOW: Duration = Duration::from_secs(10);
+
+/// Limits refusal warnings to [`RefusalLog::PER_WINDOW`] per [`WINDOW`].
 #[derive(Debug)]
-pub(super) struct LineBudget {
-    per_window: u32,
-    window_start: Option<Instant>,
-    in_window: u32,
-    suppressed: u64,
-}
-
-impl LineBudget {
-    pub(super) const WINDOW: Duration = Duration::from_secs(10);
-
-    pub(super) fn new(per_window: u32) -> LineBudget {
-        LineBudget {
-            per_window,
-            window_start: None,
-            in_window: 0,
-            suppressed: 0,
-        }
-    }
-
-    /// Whether to log now; `Some(n)` with the number of lines left out before this one.
-    pub(super) fn admit(&mut self, now: Instant) -> Option<u64> {
-        if self
-            .window_start
-            .is_none_or(|start| now.duration_since(start) >= Self::WINDOW)
-        {
-            self.window_start = Some(now);
-            self.in_window = 0;
-        }
-        if self.in_window >= self.per_window {
-            self.suppressed += 1;
-            return None;
-        }
-        self.in_window += 1;
-        Some(std::mem::take(&mut self.suppressed))
-    }
-}
-
-/// Limits refusal warnings to [`RefusalLog::PER_WINDOW`] per [`LineBudget::WINDOW`].
-#[derive(Debug)]
-pub(super) struct RefusalLog(LineBudget);
+pub(super) struct RefusalLog(LogLimit);
 
 impl Default for RefusalLog {
     fn default() -> RefusalLog {
-        RefusalLog(LineBudget::new(Self::PER_WINDOW))
+        RefusalLog(LogLimit::lines(Self::PER_WINDOW, WINDOW))
     }
 }
 
@@ -142,7 +104,7 @@ impl RefusalLog {
 
     /// Logs a refusal (`enforced`) or, in audit mode, one that would have happened.
     pub(super) fn log(&mut self, refusal: &Refusal, oneway: bool, enforced: bool) {
-        let Some(suppressed) = self.0.admit(Instant::now()) else {
+        let Some(suppressed) = self.0.ready() else {
             return;
         };
         let access_key = refusal.access_key.as_deref().unwrap_or("");
@@ -250,6 +212,8 @@ fn code_name(code: i32) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use tokio::time::Instant;
+
     use super::*;
     use crate::protocol::ExtFields;
 
@@ -258,13 +222,13 @@ mod tests {
         let mut log = RefusalLog::default().0;
         let t0 = Instant::now();
         for _ in 0..RefusalLog::PER_WINDOW {
-            assert_eq!(log.admit(t0), Some(0));
+            assert_eq!(log.ready_at(t0), Some(0));
         }
         for _ in 0..5 {
-            assert_eq!(log.admit(t0 + Duration::from_secs(9)), None);
+            assert_eq!(log.ready_at(t0 + Duration::from_secs(9)), None);
         }
-        assert_eq!(log.admit(t0 + LineBudget::WINDOW), Some(5));
-        assert_eq!(log.admit(t0 + LineBudget::WINDOW), Some(0));
+        assert_eq!(log.ready_at(t0 + WINDOW), Some(5));
+        assert_eq!(log.ready_at(t0 + WINDOW), Some(0));
     }
 
     #[test]

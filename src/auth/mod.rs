@@ -39,8 +39,9 @@ pub use policy::{Admission, Reason, Refusal, RequestClass};
 pub use stats::AuthStats;
 
 use crate::config::{AuthMode, Settings};
+use crate::log_limit::LogLimit;
 use crate::protocol::RemotingCommand;
-use audit::{AUDIT_PER_WINDOW, AuditEntry, LineBudget, RefusalLog};
+use audit::{AUDIT_PER_WINDOW, AuditEntry, RefusalLog};
 use policy::Policy;
 use stats::Counters;
 use watch::Fingerprint;
@@ -59,7 +60,7 @@ struct Shared {
     /// A short lock, taken only to log a refusal.
     refusal_log: Mutex<RefusalLog>,
     /// A short lock, taken only for an admin request's audit line.
-    audit_budget: Mutex<LineBudget>,
+    audit_budget: Mutex<LogLimit>,
     /// The file's fingerprint at the last load attempt (the watcher reloads when it changes).
     seen: Mutex<Option<Fingerprint>>,
     /// Any peer may send a PROXY header: accounts with address rules are refused ([`trust`]).
@@ -118,7 +119,7 @@ impl Gate {
             policy: ArcSwap::from_pointee(policy),
             counters: Counters::default(),
             refusal_log: Mutex::new(RefusalLog::default()),
-            audit_budget: Mutex::new(LineBudget::new(AUDIT_PER_WINDOW)),
+            audit_budget: Mutex::new(LogLimit::lines(AUDIT_PER_WINDOW, audit::WINDOW)),
             seen: Mutex::new(seen),
             proxy_from_anyone,
         }))))
@@ -257,7 +258,7 @@ impl Shared {
         if RequestClass::of(req.code) != RequestClass::Admin || !audit::audited(req.code) {
             return Ticket::NONE;
         }
-        let Some(left_out) = self.audit_budget.lock().admit(tokio::time::Instant::now()) else {
+        let Some(left_out) = self.audit_budget.lock().ready() else {
             return Ticket::NONE;
         };
         let (who, would_refuse) = entry();

@@ -43,7 +43,7 @@ use tokio::net::TcpListener;
 
 use crate::auth::Gate;
 use crate::config::Settings;
-use crate::server::log_limit::LogLimit;
+use crate::log_limit::LogLimit;
 use crate::state::Namesrv;
 pub use listener::{
     CONNECTION_BUDGET, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT,

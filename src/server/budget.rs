@@ -30,7 +30,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use super::log_limit::LogLimit;
+use crate::log_limit::LogLimit;
 use crate::state::ConnId;
 
 /// Below this, a connection's queued responses never stop it being read: an ordinary

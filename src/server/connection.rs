@@ -30,12 +30,12 @@ use tokio_util::sync::CancellationToken;
 use super::Server;
 use super::budget::Holding;
 use super::io::Io;
-use super::log_limit::LogLimit;
 use super::offload::Lane;
 use super::prelude::Transport;
 use crate::auth::Gate;
 use crate::dispatch::{Cost, cost, dispatch};
 use crate::handlers::Context;
+use crate::log_limit::LogLimit;
 use crate::protocol::{DecodeError, RemotingCommand, decode_frame, encode_frame, split_frame};
 use crate::state::{ConnId, Namesrv};
 

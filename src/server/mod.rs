@@ -10,7 +10,6 @@ mod config_reload;
 mod connection;
 pub mod handover;
 mod io;
-pub(crate) mod log_limit;
 pub(crate) mod offload;
 mod port_owner;
 pub mod prelude;
@@ -29,6 +28,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::auth::{self, Gate};
 use crate::config::Settings;
+use crate::log_limit::LogLimit;
 use crate::metrics::Refusal;
 use crate::protocol::{FrameLimits, SerializeType};
 use crate::reload::Reload;
@@ -36,7 +36,6 @@ use crate::state::snapshot::Reason;
 use crate::state::snapshot::task::{self as snapshots, SnapshotConfig};
 use crate::state::{ConnId, Namesrv, housekeeping};
 pub use handover::bind;
-use log_limit::LogLimit;
 use prelude::Prelude;
 
 /// Server behaviour fixed at start-up.

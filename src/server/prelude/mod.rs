@@ -36,9 +36,9 @@ use tokio::time::Instant;
 use tokio_rustls::server::TlsStream;
 
 use super::budget::Holding;
-use super::log_limit::LogLimit;
 use crate::auth::address::{AddressPattern, PatternError};
 use crate::config::Settings;
+use crate::log_limit::LogLimit;
 use crate::metrics::{Metrics, Prelude as Outcome};
 use crate::tls::{ServerMode, ServerTls, TlsError, TlsSettings};
 use proxy::{Detect, ProxyError};
