@@ -21,15 +21,12 @@ use base64::Engine as _;
 use tokio::time::Instant;
 
 use super::{App, Peer};
-use crate::auth::policy::echo_within;
+use crate::auth::policy::echo;
 use crate::auth::{Reason, RequestClass};
 use crate::config::AuthMode;
 
 /// At most one refusal line per this interval (with the number left out since the last).
 pub(super) const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);
-
-/// Longest user name echoed in a log line.
-const ECHO_LIMIT: usize = 64;
 
 /// The middleware of the operator routes.
 pub(super) async fn require_admin(
@@ -75,7 +72,7 @@ fn log_refusal(app: &App, peer: Peer, user: Option<&str>, reason: Reason) {
         return;
     };
     // Cut, and control characters escaped as in the remoting port's refusals.
-    let user = echo_within(user.unwrap_or_default(), ECHO_LIMIT);
+    let user = echo(user.unwrap_or_default());
     tracing::warn!(
         peer = %peer.remote.ip(),
         user = %user,
