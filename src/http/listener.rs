@@ -140,16 +140,20 @@ pub(super) async fn serve(listener: TcpListener, routers: Routers, stop: impl Fu
                 }
             },
         };
-        let mode = match (
-            ordinary.clone().try_acquire_owned(),
-            clients.take(remote.ip()),
-        ) {
-            (Ok(ordinary), Some(slot)) => Mode::Full {
-                _ordinary: ordinary,
-                _slot: slot,
-            },
-            _ => Mode::ProbeOnly,
-        };
+        // The client's share is looked at only when an ordinary slot is free: under a flood
+        // of connections the pool is full and the per-client table is left alone.
+        let mode = ordinary
+            .clone()
+            .try_acquire_owned()
+            .ok()
+            .and_then(|ordinary| {
+                let slot = clients.take(remote.ip())?;
+                Some(Mode::Full {
+                    _ordinary: ordinary,
+                    _slot: slot,
+                })
+            })
+            .unwrap_or(Mode::ProbeOnly);
         let router = match mode {
             Mode::Full { .. } => routers.full.clone(),
             Mode::ProbeOnly => routers.probes.clone(),
