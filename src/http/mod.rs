@@ -104,23 +104,28 @@ pub async fn serve(
 }
 
 fn router(app: App) -> Router {
-    let open = Router::new()
-        .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz))
+    let open = probes()
         .route("/metrics", get(metrics))
         .route("/rocketmq/{subgroup}", get(nsaddr::nsaddr));
-    open.merge(operator_routes(&app))
-        .fallback(not_found)
-        .layer(axum::middleware::map_response(security_headers))
-        .with_state(app)
+    let routes = open.merge(operator_routes(&app)).fallback(not_found);
+    finish(routes, app)
 }
 
 /// What a probe-only connection serves ([`listener`]): the probes, and a 503 for the rest.
 fn probe_router(app: App) -> Router {
+    finish(probes().fallback(busy), app)
+}
+
+/// The probes, which every connection is answered on.
+fn probes() -> Router<App> {
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
-        .fallback(busy)
+}
+
+/// What every response gets (the security headers), and the state.
+fn finish(routes: Router<App>, app: App) -> Router {
+    routes
         .layer(axum::middleware::map_response(security_headers))
         .with_state(app)
 }
