@@ -65,8 +65,8 @@ pub(super) struct Views {
     /// One build at a time: an async lock, held across the build on purpose, so that the
     /// requests that find the overview stale wait for that build instead of starting theirs.
     building: tokio::sync::Mutex<()>,
-    /// The views' jobs run in a CPU lane of the blocking pool, like the remoting port's
-    /// heavy work: one core fewer than the machine has at once.
+    /// The views' jobs run in a CPU lane of the blocking pool of their own, shaped like the
+    /// remoting port's (the same [`Offload`]): one core fewer than the machine has at once.
     offload: Offload,
     builds: AtomicU64,
 }
