@@ -175,21 +175,6 @@ impl Gate {
         }
         verdict
     }
-
-    /// [`policy::Policy::credentials_allow`] on the current accounts; `false` when off.
-    #[cfg(test)]
-    pub fn credentials_allow(
-        &self,
-        access_key: &str,
-        secret_key: &str,
-        class: RequestClass,
-    ) -> bool {
-        self.0.as_ref().is_some_and(|s| {
-            s.policy
-                .load()
-                .credentials_allow(access_key, secret_key, class)
-        })
-    }
 }
 
 /// What asked for a reload.

@@ -156,20 +156,6 @@ impl Policy {
         self.accounts.len()
     }
 
-    /// Whether `access_key` with `secret_key` names an account allowed to send `class`, as
-    /// [`Policy::check_credentials`] decides it for a peer the account's address rule allows.
-    #[cfg(test)]
-    pub fn credentials_allow(
-        &self,
-        access_key: &str,
-        secret_key: &str,
-        class: RequestClass,
-    ) -> bool {
-        self.accounts.get(access_key).is_some_and(|account| {
-            secret_matches(account, access_key, secret_key) && account.may(class)
-        })
-    }
-
     /// Whether `access_key` with `secret_key` names an account allowed to send `class` from
     /// `peer`, for callers that take credentials directly rather than as a signature (the
     /// HTTP side door): the same checks as a signed request, in the same order.
@@ -187,15 +173,20 @@ impl Policy {
         if !secret_matches(account, access_key, secret_key) {
             return Err(Reason::BadSignature);
         }
-        if let Some(white) = &account.white_remote_address
-            && !white.matches(peer.to_canonical())
-        {
-            return Err(Reason::AddressNotAllowed);
-        }
-        match account.may(class) {
-            true => Ok(()),
-            false => Err(Reason::NoPermission),
-        }
+        account_admits(account, class, peer.to_canonical())
+    }
+}
+
+/// The account's own rules, once its key is proven: its address rule, then its permission.
+fn account_admits(account: &Account, class: RequestClass, peer: IpAddr) -> Result<(), Reason> {
+    if let Some(white) = &account.white_remote_address
+        && !white.matches(peer)
+    {
+        return Err(Reason::AddressNotAllowed);
+    }
+    match account.may(class) {
+        true => Ok(()),
+        false => Err(Reason::NoPermission),
     }
 }
 
@@ -359,14 +350,7 @@ pub fn decide<'p>(
     if !signature_matches(&account.secret_key, req, given) {
         return Err(refuse(Reason::BadSignature, Some(access_key)));
     }
-    if let Some(white) = &account.white_remote_address
-        && !white.matches(peer)
-    {
-        return Err(refuse(Reason::AddressNotAllowed, Some(access_key)));
-    }
-    if !account.may(class) {
-        return Err(refuse(Reason::NoPermission, Some(access_key)));
-    }
+    account_admits(account, class, peer).map_err(|reason| refuse(reason, Some(access_key)))?;
     Ok(Admission::Signed { access_key: key })
 }
 

@@ -309,12 +309,13 @@ fn open_classes_and_trusted_addresses() {
 #[test]
 fn credentials_are_checked_like_signatures() {
     let p = policy(FILE);
-    assert!(p.credentials_allow("rocketmq2", "12345678", RequestClass::Admin));
-    assert!(!p.credentials_allow("rocketmq2", "12345679", RequestClass::Admin));
-    assert!(!p.credentials_allow("rocketmq2", "1234567", RequestClass::Admin));
-    assert!(!p.credentials_allow("reader01", "12345678", RequestClass::Admin));
-    assert!(p.credentials_allow("reader01", "12345678", RequestClass::Read));
-    assert!(!p.credentials_allow("nobody01", "12345678", RequestClass::Read));
+    let allows = |ak, sk, class| p.check_credentials(ak, sk, class, ip("10.1.0.9")).is_ok();
+    assert!(allows("rocketmq2", "12345678", RequestClass::Admin));
+    assert!(!allows("rocketmq2", "12345679", RequestClass::Admin));
+    assert!(!allows("rocketmq2", "1234567", RequestClass::Admin));
+    assert!(!allows("reader01", "12345678", RequestClass::Admin));
+    assert!(allows("reader01", "12345678", RequestClass::Read));
+    assert!(!allows("nobody01", "12345678", RequestClass::Read));
 }
 
 #[test]
