@@ -218,6 +218,16 @@ mod tests {
     use crate::protocol::ExtFields;
 
     #[test]
+    fn only_admin_requests_are_audited() {
+        for code in 0..2_000 {
+            if audited(code) {
+                let class = crate::auth::RequestClass::of(code);
+                assert_eq!(class, crate::auth::RequestClass::Admin, "{code}");
+            }
+        }
+    }
+
+    #[test]
     fn refusal_warnings_are_limited_per_window() {
         let mut log = RefusalLog::default().0;
         let t0 = Instant::now();
