@@ -177,9 +177,10 @@ impl Gate {
     }
 }
 
-/// What asked for a reload.
+/// What asked for a reload (of the accounts here, of the TLS material through
+/// [`watch::reload_on_request_or_change`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Trigger {
+pub(crate) enum Trigger {
     /// SIGHUP or [`Gate::reload`]: an operator's decision, any valid file applies.
     Request,
     /// The watcher saw the file change: only a change that does not loosen the policy applies.

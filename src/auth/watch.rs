@@ -2,7 +2,8 @@
 //! requested (SIGHUP, see [`crate::reload`]) and when the file's metadata changes (polled every
 //! [`POLL_INTERVAL`] on tokio's clock, applied once it has settled for one interval, and only
 //! if it does not loosen the policy: see [`super::loosening`]). Also the start-up check that
-//! the file is not readable by other users.
+//! the file is not readable by other users. The watch loop itself is shared with the TLS
+//! material's watcher.
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -10,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::{Gate, Trigger};
+use super::{Gate, Shared, Trigger};
 
 /// How often the accounts file's metadata is compared with what was last loaded.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(2);
@@ -59,22 +60,53 @@ pub(super) fn warn_if_exposed(path: &Path) {
 
 /// Reloads `gate`'s accounts on every reload request and whenever the file changes, until
 /// `cancel` fires. Does nothing for a gate that is off. A change is acted on once the file
-/// has looked the same for one poll interval (as the TLS watcher does), so an editor's write
-/// in progress is not loaded half-way. The file is read on the blocking pool, never on a
-/// runtime worker.
-pub async fn run(gate: Gate, mut reloads: watch::Receiver<u64>, cancel: CancellationToken) {
+/// has looked the same for one poll interval (the loop is the TLS watcher's too), so an
+/// editor's write in progress is not loaded half-way. The file is read on the blocking pool,
+/// never on a runtime worker.
+pub async fn run(gate: Gate, reloads: watch::Receiver<u64>, cancel: CancellationToken) {
     let Some(shared) = gate.0 else {
         return;
     };
+    let watched = shared.clone();
+    reload_on_request_or_change(
+        reloads,
+        cancel,
+        move || changed(&watched),
+        move |trigger| shared.reload(trigger),
+    )
+    .await;
+}
+
+/// The accounts file's fingerprint when it differs from what the last reload saw.
+fn changed(shared: &Shared) -> Option<Option<Fingerprint>> {
+    let now = fingerprint(&shared.path);
+    (now != *shared.seen.lock()).then_some(now)
+}
+
+/// The watch loop the accounts and the TLS material share: calls `reload` on every reload
+/// request and, polling `changed` (`Some`: what differs from the last reload) every
+/// [`POLL_INTERVAL`], once a change has read the same on two polls in a row, so an editor's
+/// write in progress, or a certificate and key written one after the other, are not loaded
+/// half-way. Runs until `cancel` fires; a closed reload channel leaves the polling on its
+/// own. Both `changed` and `reload` run on the blocking pool, never on a runtime worker.
+pub(crate) async fn reload_on_request_or_change<T, R>(
+    mut reloads: watch::Receiver<u64>,
+    cancel: CancellationToken,
+    changed: impl Fn() -> Option<T> + Clone + Send + 'static,
+    reload: impl Fn(Trigger) -> R + Clone + Send + 'static,
+) where
+    T: PartialEq + Send + 'static,
+    R: Send + 'static,
+{
     let mut poll = tokio::time::interval(POLL_INTERVAL);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     poll.tick().await;
     let mut requests_open = true;
-    let mut pending: Option<Option<Fingerprint>> = None;
+    let mut pending: Option<T> = None;
     loop {
         let trigger = tokio::select! {
             _ = cancel.cancelled() => return,
-            changed = reloads.changed(), if requests_open => match changed {
+            request = reloads.changed(), if requests_open => match request {
                 Ok(()) => Trigger::Request,
                 // The handle is gone: only the file watch is left.
                 Err(_) => {
@@ -83,24 +115,21 @@ pub async fn run(gate: Gate, mut reloads: watch::Receiver<u64>, cancel: Cancella
                 }
             },
             _ = poll.tick() => {
-                let s = shared.clone();
-                let Some(now) = off_workers(&cancel, move || fingerprint(&s.path)).await else {
+                let Some(now) = off_workers(&cancel, changed.clone()).await else {
                     return;
                 };
-                let before = pending.take();
-                if now == *shared.seen.lock() {
-                    continue;
+                match (now, pending.take()) {
+                    (Some(now), Some(before)) if now == before => Trigger::FileChange,
+                    (now, _) => {
+                        pending = now;
+                        continue;
+                    }
                 }
-                if before.as_ref() != Some(&now) {
-                    pending = Some(now);
-                    continue;
-                }
-                Trigger::FileChange
             }
         };
         pending = None;
-        let s = shared.clone();
-        if off_workers(&cancel, move || s.reload(trigger))
+        let reload = reload.clone();
+        if off_workers(&cancel, move || reload(trigger))
             .await
             .is_none()
         {

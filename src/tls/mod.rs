@@ -24,7 +24,8 @@ use tokio_util::sync::CancellationToken;
 pub use material::TlsError;
 pub use settings::{ClientAuth, ServerMode, TlsSettings};
 
-use crate::auth::watch::{Fingerprint, POLL_INTERVAL, fingerprint, off_workers};
+use crate::auth::Trigger;
+use crate::auth::watch::{Fingerprint, fingerprint, reload_on_request_or_change};
 
 /// The watched files' fingerprints when they differ from what the last reload saw.
 type Changed = Option<Vec<(PathBuf, Option<Fingerprint>)>>;
@@ -74,6 +75,14 @@ fn fingerprints(s: &TlsSettings) -> Vec<(PathBuf, Option<Fingerprint>)> {
             (p, f)
         })
         .collect()
+}
+
+/// What a reload by the watcher logs as its cause.
+fn why(trigger: Trigger) -> &'static str {
+    match trigger {
+        Trigger::Request => "reload requested",
+        Trigger::FileChange => "a certificate, key, trust or TLS config file changed",
+    }
 }
 
 impl ServerTls {
@@ -141,61 +150,18 @@ impl ServerTls {
         (now != *self.0.seen.lock()).then_some(now)
     }
 
-    /// [`ServerTls::reload`] on the blocking pool: the files are read and parsed off the
-    /// runtime's workers. `None` once `cancel` fires.
-    async fn reload_off_workers(
-        &self,
-        cancel: &CancellationToken,
-        why: &'static str,
-    ) -> Option<bool> {
-        let tls = self.clone();
-        off_workers(cancel, move || tls.reload(why)).await
-    }
-
-    /// [`ServerTls::changed`] on the blocking pool (a `stat` can wait on a slow file system).
-    /// `None` once `cancel` fires.
-    async fn changed_off_workers(&self, cancel: &CancellationToken) -> Option<Changed> {
-        let tls = self.clone();
-        off_workers(cancel, move || tls.changed()).await
-    }
-
     /// Reloads on every reload request (SIGHUP) and when a watched file changes, until
     /// `cancel` fires. A change is acted on once the files have looked the same for one poll
     /// interval, so a certificate and key written one after the other are loaded together.
     /// Files are read on the blocking pool, never on a runtime worker.
-    pub async fn watch(self, mut reloads: watch::Receiver<u64>, cancel: CancellationToken) {
-        let mut poll = tokio::time::interval(POLL_INTERVAL);
-        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        poll.tick().await;
-        let mut requests_open = true;
-        let mut pending: Option<Vec<(PathBuf, Option<Fingerprint>)>> = None;
-        loop {
-            tokio::select! {
-                _ = cancel.cancelled() => return,
-                changed = reloads.changed(), if requests_open => match changed {
-                    Ok(()) => {
-                        pending = None;
-                        if self.reload_off_workers(&cancel, "reload requested").await.is_none() {
-                            return;
-                        }
-                    }
-                    Err(_) => requests_open = false,
-                },
-                _ = poll.tick() => {
-                    let Some(now) = self.changed_off_workers(&cancel).await else {
-                        return;
-                    };
-                    match (now, pending.take()) {
-                        (Some(now), Some(before)) if now == before => {
-                            let why = "a certificate, key, trust or TLS config file changed";
-                            if self.reload_off_workers(&cancel, why).await.is_none() {
-                                return;
-                            }
-                        }
-                        (now, _) => pending = now,
-                    }
-                }
-            }
-        }
+    pub async fn watch(self, reloads: watch::Receiver<u64>, cancel: CancellationToken) {
+        let watched = self.clone();
+        reload_on_request_or_change(
+            reloads,
+            cancel,
+            move || watched.changed(),
+            move |trigger| self.reload(why(trigger)),
+        )
+        .await;
     }
 }
