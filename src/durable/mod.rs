@@ -44,20 +44,26 @@ fn random_suffix() -> u64 {
     h.finish()
 }
 
+/// Creates `path` as a new, empty file opened for writing (`O_CREAT|O_EXCL|O_NOFOLLOW`):
+/// it fails on an existing file or a link there, so nothing planted can redirect the writes.
+pub(crate) fn create_new_nofollow(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    options.open(path)
+}
+
 /// Creates a new, empty file beside `path` under an unpredictable name; it never opens an
 /// existing file or follows a link.
 fn create_temp(path: &Path) -> io::Result<(PathBuf, File)> {
     let mut last = None;
     for _ in 0..8 {
         let tmp = with_suffix(path, &format!(".{:016x}.tmp", random_suffix()));
-        let mut options = OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.custom_flags(libc::O_NOFOLLOW);
-        }
-        match options.open(&tmp) {
+        match create_new_nofollow(&tmp) {
             Ok(f) => return Ok((tmp, f)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
             Err(e) => return Err(e),
