@@ -23,7 +23,8 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+/// `path` with `suffix` appended to its last component (`kv.json` to `kv.json.bak`).
+pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)

@@ -43,9 +43,7 @@ pub(super) enum Edit {
 
 /// The journal beside `kv_path`.
 pub(super) fn path_of(kv_path: &Path) -> PathBuf {
-    let mut name = kv_path.as_os_str().to_owned();
-    name.push(".journal");
-    PathBuf::from(name)
+    crate::durable::with_suffix(kv_path, ".journal")
 }
 
 /// The hash a journal header records for a snapshot's bytes.

@@ -127,11 +127,10 @@ fn recover(path: &Path, reason: String) -> Result<(Namespaces, Vec<u8>), LoadErr
     // Keep a copy of the damaged file for the operator, then replace it atomically: until
     // the restored file is in place, a crash leaves the damaged file and the backup as
     // they were, and the next start recovers again.
-    let mut corrupt = path.as_os_str().to_owned();
-    corrupt.push(".corrupt");
+    let corrupt = durable::with_suffix(path, ".corrupt");
     // Written as a new file, not copied onto the name: a link planted there is replaced.
     if let Ok(damaged) = std::fs::read(path) {
-        let _ = durable::replace_keeping_backup(&PathBuf::from(corrupt), &damaged);
+        let _ = durable::replace_keeping_backup(&corrupt, &damaged);
     }
     let bytes = render_file(&table);
     durable::replace_keeping_backup(path, &bytes)
