@@ -63,7 +63,7 @@ pub(crate) fn create_new_nofollow(path: &Path) -> io::Result<File> {
 fn create_temp(path: &Path) -> io::Result<(PathBuf, File)> {
     let mut last = None;
     for _ in 0..8 {
-        let tmp = with_suffix(path, &format!(".{:016x}.tmp", random_suffix()));
+        let tmp = temp_name(path);
         match create_new_nofollow(&tmp) {
             Ok(f) => return Ok((tmp, f)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
@@ -71,6 +71,12 @@ fn create_temp(path: &Path) -> io::Result<(PathBuf, File)> {
         }
     }
     Err(last.unwrap_or_else(|| io::Error::other("no free temporary name")))
+}
+
+/// A fresh unpredictable temporary name beside `path`: `<path>.<16 hex digits>.tmp`, the
+/// form [`is_temp_of`] recognises.
+fn temp_name(path: &Path) -> PathBuf {
+    with_suffix(path, &format!(".{:016x}.tmp", random_suffix()))
 }
 
 /// Whether `name` is one of the temporary names used for `base` (`<base>.tmp` of earlier
@@ -206,7 +212,7 @@ fn replace_with(path: &Path, content: &[u8], mode: Mode) -> io::Result<()> {
 /// under an unpredictable name and never replaces an existing file, so nothing planted is
 /// followed either way.
 fn keep_backup(real: &Path, bak: &Path) -> io::Result<()> {
-    let linked = with_suffix(bak, &format!(".{:016x}.tmp", random_suffix()));
+    let linked = temp_name(bak);
     let staged = match fs::hard_link(real, &linked) {
         Ok(()) => linked,
         Err(_) => {
