@@ -23,7 +23,8 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+/// `path` with `suffix` appended to its last component (`kv.json` to `kv.json.bak`).
+pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)
@@ -44,26 +45,38 @@ fn random_suffix() -> u64 {
     h.finish()
 }
 
+/// Creates `path` as a new, empty file opened for writing (`O_CREAT|O_EXCL|O_NOFOLLOW`):
+/// it fails on an existing file or a link there, so nothing planted can redirect the writes.
+pub(crate) fn create_new_nofollow(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    options.open(path)
+}
+
 /// Creates a new, empty file beside `path` under an unpredictable name; it never opens an
 /// existing file or follows a link.
 fn create_temp(path: &Path) -> io::Result<(PathBuf, File)> {
     let mut last = None;
     for _ in 0..8 {
-        let tmp = with_suffix(path, &format!(".{:016x}.tmp", random_suffix()));
-        let mut options = OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.custom_flags(libc::O_NOFOLLOW);
-        }
-        match options.open(&tmp) {
+        let tmp = temp_name(path);
+        match create_new_nofollow(&tmp) {
             Ok(f) => return Ok((tmp, f)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
             Err(e) => return Err(e),
         }
     }
     Err(last.unwrap_or_else(|| io::Error::other("no free temporary name")))
+}
+
+/// A fresh unpredictable temporary name beside `path`: `<path>.<16 hex digits>.tmp`, the
+/// form [`is_temp_of`] recognises.
+fn temp_name(path: &Path) -> PathBuf {
+    with_suffix(path, &format!(".{:016x}.tmp", random_suffix()))
 }
 
 /// Whether `name` is one of the temporary names used for `base` (`<base>.tmp` of earlier
@@ -199,7 +212,7 @@ fn replace_with(path: &Path, content: &[u8], mode: Mode) -> io::Result<()> {
 /// under an unpredictable name and never replaces an existing file, so nothing planted is
 /// followed either way.
 fn keep_backup(real: &Path, bak: &Path) -> io::Result<()> {
-    let linked = with_suffix(bak, &format!(".{:016x}.tmp", random_suffix()));
+    let linked = temp_name(bak);
     let staged = match fs::hard_link(real, &linked) {
         Ok(()) => linked,
         Err(_) => {

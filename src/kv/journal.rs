@@ -9,7 +9,7 @@
 //! failing its checksum ends the journal: a write interrupted by a crash was never
 //! acknowledged.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -43,9 +43,7 @@ pub(super) enum Edit {
 
 /// The journal beside `kv_path`.
 pub(super) fn path_of(kv_path: &Path) -> PathBuf {
-    let mut name = kv_path.as_os_str().to_owned();
-    name.push(".journal");
-    PathBuf::from(name)
+    crate::durable::with_suffix(kv_path, ".journal")
 }
 
 /// The hash a journal header records for a snapshot's bytes.
@@ -200,14 +198,7 @@ impl Writer {
             Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
             _ => {}
         }
-        let mut options = OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.custom_flags(libc::O_NOFOLLOW);
-        }
-        let mut file = options.open(path)?;
+        let mut file = crate::durable::create_new_nofollow(&path)?;
         let mut header = Vec::with_capacity(HEADER_LEN);
         header.put_slice(MAGIC);
         header.put_u64(base);

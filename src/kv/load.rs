@@ -53,7 +53,7 @@ impl KvStore {
             // Our writes never remove the file; a backup without it means the file was lost
             // (deleted, or an interrupted older version): the backup is the best copy there is.
             Ok(None) if durable::backup_path(&path).exists() => {
-                recover(&path, "the file is missing but its backup exists".into())?
+                recover(&path, MISSING_WITH_BACKUP.into())?
             }
             Ok(None) => (Namespaces::new(), Vec::new()),
             Err(reason) => recover(&path, reason)?,
@@ -83,56 +83,58 @@ impl KvStore {
         let reason = match read_table(path) {
             Ok(Some(_)) => return Ok(()),
             Ok(None) if !durable::backup_path(path).exists() => return Ok(()),
-            Ok(None) => "the file is missing but its backup exists".to_owned(),
+            Ok(None) => MISSING_WITH_BACKUP.to_owned(),
             Err(reason) => reason,
         };
-        let backup = durable::backup_path(path);
-        let backup_reason = match read_table(&backup) {
-            Ok(Some(_)) => return Ok(()),
-            Ok(None) => "it does not exist".to_owned(),
-            Err(e) => e,
-        };
-        Err(LoadError::Unusable {
-            path: path.display().to_string(),
-            reason,
-            backup: backup.display().to_string(),
-            backup_reason,
-        })
+        read_backup(path, &reason).map(drop)
+    }
+}
+
+/// Why the file is passed over for its backup when only the backup exists (the file was
+/// lost; see `open_tuned`).
+const MISSING_WITH_BACKUP: &str = "the file is missing but its backup exists";
+
+/// The error for a file that cannot be used (for `reason`) and a backup that cannot replace
+/// it (for `backup_reason`).
+fn unusable(path: &Path, reason: &str, backup_reason: String) -> LoadError {
+    LoadError::Unusable {
+        path: path.display().to_string(),
+        reason: reason.to_owned(),
+        backup: durable::backup_path(path).display().to_string(),
+        backup_reason,
+    }
+}
+
+/// The table in the backup of `path`, which cannot be used for `reason`; opening and checking
+/// the store fall back on it alike.
+fn read_backup(path: &Path, reason: &str) -> Result<Namespaces, LoadError> {
+    match read_table(&durable::backup_path(path)) {
+        Ok(Some((table, _))) => Ok(table),
+        Ok(None) => Err(unusable(path, reason, "it does not exist".into())),
+        Err(e) => Err(unusable(path, reason, e)),
     }
 }
 
 /// Restores the table from the backup; returns it and the bytes now in the file.
 fn recover(path: &Path, reason: String) -> Result<(Namespaces, Vec<u8>), LoadError> {
-    let backup = durable::backup_path(path);
-    let unusable = |backup_reason: String| LoadError::Unusable {
-        path: path.display().to_string(),
-        reason: reason.clone(),
-        backup: backup.display().to_string(),
-        backup_reason,
-    };
-    let table = match read_table(&backup) {
-        Ok(Some((table, _))) => table,
-        Ok(None) => return Err(unusable("it does not exist".into())),
-        Err(e) => return Err(unusable(e)),
-    };
+    let table = read_backup(path, &reason)?;
     tracing::warn!(
         file = %path.display(),
         %reason,
-        backup = %backup.display(),
+        backup = %durable::backup_path(path).display(),
         "KV config file is damaged: recovered the table from its backup; the damaged file is kept as .corrupt"
     );
     // Keep a copy of the damaged file for the operator, then replace it atomically: until
     // the restored file is in place, a crash leaves the damaged file and the backup as
     // they were, and the next start recovers again.
-    let mut corrupt = path.as_os_str().to_owned();
-    corrupt.push(".corrupt");
+    let corrupt = durable::with_suffix(path, ".corrupt");
     // Written as a new file, not copied onto the name: a link planted there is replaced.
     if let Ok(damaged) = std::fs::read(path) {
-        let _ = durable::replace_keeping_backup(&PathBuf::from(corrupt), &damaged);
+        let _ = durable::replace_keeping_backup(&corrupt, &damaged);
     }
     let bytes = render_file(&table);
     durable::replace_keeping_backup(path, &bytes)
-        .map_err(|e| unusable(format!("restoring it failed: {e}")))?;
+        .map_err(|e| unusable(path, &reason, format!("restoring it failed: {e}")))?;
     Ok((table, bytes))
 }
 

@@ -9,6 +9,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use super::format::PREFIX;
+use crate::durable::with_suffix;
 
 /// Whether the regular file at `path` starts as a route snapshot does.
 fn is_snapshot(path: &Path) -> bool {
@@ -20,15 +21,10 @@ fn is_snapshot(path: &Path) -> bool {
 
 /// The first free `<path>.not-a-snapshot[.<n>]`.
 fn free_name(path: &Path) -> PathBuf {
-    let named = |suffix: String| {
-        let mut name = path.as_os_str().to_owned();
-        name.push(suffix);
-        PathBuf::from(name)
-    };
     (0..)
         .map(|n| match n {
-            0 => named(".not-a-snapshot".to_owned()),
-            n => named(format!(".not-a-snapshot.{n}")),
+            0 => with_suffix(path, ".not-a-snapshot"),
+            n => with_suffix(path, &format!(".not-a-snapshot.{n}")),
         })
         .find(|p| fs::symlink_metadata(p).is_err())
         .expect("some name is free")
