@@ -105,12 +105,18 @@ fn serialize_type() -> anyhow::Result<SerializeType> {
 }
 
 async fn bind_http(s: &Settings) -> anyhow::Result<Option<TcpListener>> {
-    namesrv::http::bind(s).await.with_context(|| {
-        format!(
-            "cannot listen for HTTP on {}:{}",
-            s.http_bind_address, s.http_listen_port
-        )
-    })
+    namesrv::http::bind(s)
+        .await
+        .with_context(|| cannot_listen_for_http(s))
+}
+
+/// What a failure to bind the HTTP port is reported as, whether the port is bound at start
+/// or beside a server being taken over.
+fn cannot_listen_for_http(s: &Settings) -> String {
+    format!(
+        "cannot listen for HTTP on {}:{}",
+        s.http_bind_address, s.http_listen_port
+    )
 }
 
 /// Upgrade: checks that `pid` is the server on our port and that the KV file and the HTTP
@@ -120,7 +126,9 @@ async fn take_over(pid: u32, s: &Settings) -> anyhow::Result<(TcpListener, Optio
     use server::handover;
     handover::check_target(pid, s.listen_port as u16)?;
     KvStore::check(std::path::Path::new(&s.kv_config_path))?;
-    let http = handover::bind_http_beside(s, pid).await?;
+    let http = handover::bind_http_beside(s, pid)
+        .await
+        .with_context(|| cannot_listen_for_http(s))?;
     let listener = handover::bind_beside(s).await?;
     let grace = std::time::Duration::from_millis(s.shutdown_grace_period_millis as u64);
     handover::retire(pid, grace + TAKEOVER_MARGIN).await?;

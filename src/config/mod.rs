@@ -262,18 +262,28 @@ impl Config {
         &mut self,
         props: &[(String, String)],
     ) -> Result<Vec<String>, UpdateError> {
-        if props.iter().any(|(k, _)| self.black_list.contains(k)) {
-            return Err(UpdateError::BlackListed);
-        }
-        guard::check_sender(self, props)?;
-        self.update(props)
+        self.apply(props, true)
     }
 
     /// Applies UPDATE_NAMESRV_CONFIG properties. All-or-nothing: a black-listed key or a bad
     /// value changes nothing. Returns the updated keys that only take effect on restart.
     pub fn update(&mut self, props: &[(String, String)]) -> Result<Vec<String>, UpdateError> {
+        self.apply(props, false)
+    }
+
+    /// [`Config::update`], with the sender check of [`Config::update_from_request`] when
+    /// `from_client`. The refusals come in one order whoever asks: a black-listed key, then
+    /// a steering key, then start-up-only keys and control characters.
+    fn apply(
+        &mut self,
+        props: &[(String, String)],
+        from_client: bool,
+    ) -> Result<Vec<String>, UpdateError> {
         if props.iter().any(|(k, _)| self.black_list.contains(k)) {
             return Err(UpdateError::BlackListed);
+        }
+        if from_client {
+            guard::check_sender(self, props)?;
         }
         guard::check_request(self, props)?;
         let mut next = self.clone();

@@ -61,15 +61,10 @@ async fn check(
     }
 }
 
-/// The client a peer was asked with, and the settings it was made for.
-struct Kept {
-    client: Client,
-    made_for: (Duration, usize),
-}
-
 struct Peer {
-    /// Between checks; `None` while a check has it.
-    kept: Option<Kept>,
+    /// The client the peer was asked with, between checks; `None` while a check has it.
+    /// Reused only while its own options are what the settings would make.
+    kept: Option<Client>,
     /// The check in flight (its task's id tells its result from a stale one).
     asking: Option<AbortHandle>,
     due: Instant,
@@ -125,7 +120,6 @@ impl Checks {
     /// Starts a check of every peer that is due and not being checked.
     pub fn start_due(&mut self, state: &Namesrv, settings: &PeerSettings, now: Instant) {
         let mut ours: Option<Arc<Vec<LiveBroker>>> = None;
-        let made_for = (settings.request_wait(), settings.max_answer_bytes);
         for (name, peer) in &mut self.peers {
             if peer.asking.is_some() || peer.due > now {
                 continue;
@@ -134,7 +128,7 @@ impl Checks {
                 .get_or_insert_with(|| Arc::new(state.routes().live_brokers()))
                 .clone();
             let client = match peer.kept.take() {
-                Some(kept) if kept.made_for == made_for => kept.client,
+                Some(kept) if settings.would_make(kept.options()) => kept,
                 _ => Client::new(settings.client_options()),
             };
             let peer_name = name.clone();
@@ -190,10 +184,7 @@ impl Checks {
             Some(done) => (done.client, done.ours, done.view),
             None => (None, Arc::default(), Err("the check failed".to_owned())),
         };
-        peer.kept = client.map(|client| Kept {
-            client,
-            made_for: (settings.request_wait(), settings.max_answer_bytes),
-        });
+        peer.kept = client;
         let was_failing = peer.last.as_ref().and_then(|s| s.unreachable.clone());
         let mut state = PeerState {
             peer: name.clone(),

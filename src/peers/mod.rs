@@ -93,6 +93,16 @@ impl PeerSettings {
             ..ClientOptions::default()
         }
     }
+
+    /// Whether a client with `opts` is one [`Self::client_options`] would make now: only
+    /// the settings it takes from are compared, the rest being the defaults every peer
+    /// client has.
+    fn would_make(&self, opts: &ClientOptions) -> bool {
+        let now = self.client_options();
+        opts.timeout == now.timeout
+            && opts.connect_timeout == now.connect_timeout
+            && opts.max_answer_bytes == now.max_answer_bytes
+    }
 }
 
 /// Runs the peer checks until `cancel` fires. Settings are read at least once an interval

@@ -66,15 +66,6 @@ pub enum TakeoverError {
         #[source]
         source: std::io::Error,
     },
-    /// Another process than the one taken over holds the HTTP port.
-    #[error("cannot listen for HTTP on {addr}")]
-    Http {
-        /// The HTTP address.
-        addr: String,
-        /// What failed.
-        #[source]
-        source: std::io::Error,
-    },
     /// `listenPort=0` picks a new port, so there is nothing to take over.
     #[error("a takeover needs a fixed listenPort (listenPort=0 picks a free port)")]
     NoFixedPort,
@@ -241,24 +232,18 @@ pub fn check_target(pid: u32, port: u16) -> Result<(), TakeoverError> {
 /// The HTTP listener of a takeover, bound before the old server is asked to go if its port
 /// is free (`Ok(Some)`); `Ok(None)` when HTTP is off or the old server `pid` holds the port,
 /// which [`crate::http::bind`] then takes once it has exited. Anyone else on the port is an
-/// error while the old server still serves.
-pub async fn bind_http_beside(
-    s: &Settings,
-    pid: u32,
-) -> Result<Option<TcpListener>, TakeoverError> {
+/// error while the old server still serves; the caller says which address it was for, as
+/// it does for a bind at start.
+pub async fn bind_http_beside(s: &Settings, pid: u32) -> std::io::Result<Option<TcpListener>> {
     let port = s.http_listen_port as u16;
     match crate::http::bind(s).await {
-        Ok(listener) => Ok(listener),
         Err(e)
             if e.kind() == std::io::ErrorKind::AddrInUse
                 && super::port_owner::listens_on(pid, port).unwrap_or(false) =>
         {
             Ok(None)
         }
-        Err(source) => Err(TakeoverError::Http {
-            addr: format!("{}:{}", s.http_bind_address, s.http_listen_port),
-            source,
-        }),
+        bound => bound,
     }
 }
 
