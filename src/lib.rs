@@ -21,7 +21,9 @@
 //!   rules and the route cache; [`kv`] the durable KV store. Neither sees a socket.
 //! - [`tls`] holds the `tls.*` settings and the certificates they name; `server::prelude`
 //!   uses them per connection (PROXY header, TLS decision, handshake) before any frame.
-//! - [`config`] is the Java-compatible configuration (properties files, Java key names);
+//! - [`config`] is the Java-compatible configuration (properties files, Java key names),
+//!   typed when it is loaded; [`addr`] holds the address patterns, allow-lists and `host:port`
+//!   lists it and [`auth`] parse;
 //!   [`reload`] carries reload requests (SIGHUP) to the tasks that re-read files.
 //! - [`admin`] is the `nsadmin` tool: mqadmin's name-server commands over a small client built
 //!   on [`protocol`]; it never touches [`state`].
@@ -37,6 +39,7 @@
 )]
 #![forbid(unsafe_code)]
 
+pub mod addr;
 pub mod admin;
 pub mod auth;
 mod civil;

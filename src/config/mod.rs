@@ -1,6 +1,7 @@
 //! Configuration: Java's `NamesrvConfig` and `NettyServerConfig` keys read from a Java
-//! properties file, validated once at start-up, and updated at run time by
-//! UPDATE_NAMESRV_CONFIG (CONFIG.md).
+//! properties file, parsed into typed values and validated once at start-up, and updated at run
+//! time by UPDATE_NAMESRV_CONFIG (Java's `NamesrvController#updateConfig` path), which re-parses
+//! and re-validates the keys it changes.
 //!
 //! Precedence: defaults, then the file. Keys this server does not know are kept and listed
 //! (GET_NAMESRV_CONFIG, `-p`), as Java keeps a config file's extra properties. A value that
@@ -10,12 +11,15 @@ mod guard;
 pub mod properties;
 pub mod reload;
 pub mod settings;
+mod validate;
+pub mod value;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 pub use guard::STEERING_KEYS;
 pub use settings::{Apply, AuthMode, Env, Group, Settings};
+pub use value::{InvalidSetting, Millis, Parsed, Seconds};
 
 /// Why the configuration could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -37,16 +41,12 @@ pub enum ConfigError {
         source: properties::PropertiesError,
     },
     /// A key has a value that does not parse or is out of range.
-    #[error("{origin}: invalid value for {key}: {value:?} ({reason})")]
+    #[error("{origin}: {invalid}")]
     Value {
         /// The file, or "defaults".
         origin: String,
-        /// The key.
-        key: String,
-        /// The offending value.
-        value: String,
-        /// What was expected.
-        reason: String,
+        /// The key, its value and what was expected.
+        invalid: InvalidSetting,
     },
 }
 
@@ -74,15 +74,8 @@ pub enum UpdateError {
         reason: String,
     },
     /// A value does not parse or is out of range; nothing was changed.
-    #[error("invalid value for {key}: {value:?} ({reason})")]
-    Value {
-        /// The key.
-        key: String,
-        /// The offending value.
-        value: String,
-        /// What was expected.
-        reason: String,
-    },
+    #[error("{0}")]
+    Value(InvalidSetting),
     /// The new configuration could not be written to `configStorePath`; nothing changed.
     #[error("cannot persist the name server config")]
     Persist(#[source] std::io::Error),
@@ -101,10 +94,10 @@ pub struct Config {
     pub config_file: Option<PathBuf>,
     /// Keys UPDATE_NAMESRV_CONFIG refuses (fixed at start, as in Java).
     black_list: BTreeSet<String>,
-    /// The environment the defaults came from, for a reload (issue 15).
+    /// The environment the defaults came from, for a reload.
     env: Env,
-    /// The file's `tls.*` lines (see [`crate::tls::settings`]): kept for persisting, never
-    /// listed by GET_NAMESRV_CONFIG (they may hold a key password).
+    /// The file's `tls.*` lines ([`is_tls_key`]; `crate::tls::settings` reads them): kept for
+    /// persisting, never listed by GET_NAMESRV_CONFIG (they may hold a key password).
     pub tls_lines: Vec<(String, String)>,
 }
 
@@ -159,16 +152,15 @@ impl Config {
         let mut shown_extensions = BTreeSet::new();
         let mut tls_lines = Vec::new();
         for (key, value) in props {
-            if crate::tls::settings::is_tls_key(key) {
+            if is_tls_key(key) {
                 tls_lines.push((key.clone(), value.clone()));
                 continue;
             }
-            let known = settings.set(key, value).map_err(|e| ConfigError::Value {
+            let invalid = |invalid| ConfigError::Value {
                 origin: origin.to_owned(),
-                key: key.clone(),
-                value: value.clone(),
-                reason: e.0,
-            })?;
+                invalid,
+            };
+            let known = settings.set(key, value).map_err(invalid)?;
             match Settings::key_info(key) {
                 Some(info) if known && info.group == Group::Extension => {
                     shown_extensions.insert(info.name);
@@ -179,18 +171,14 @@ impl Config {
                 }
             }
         }
-        // Warm restart (issue 15): the snapshot's default place follows kvConfigPath.
+        // Warm restart: the snapshot's default place follows kvConfigPath.
         if settings.route_snapshot_path.is_empty() {
             settings.route_snapshot_path = settings.route_snapshot_file().display().to_string();
         }
-        settings
-            .validate()
-            .map_err(|(key, value, e)| ConfigError::Value {
-                origin: origin.to_owned(),
-                key: key.to_owned(),
-                value,
-                reason: e.0,
-            })?;
+        settings.validate().map_err(|invalid| ConfigError::Value {
+            origin: origin.to_owned(),
+            invalid,
+        })?;
         let mut black_list: BTreeSet<String> = [
             "configBlackList",
             "configStorePath",
@@ -289,14 +277,9 @@ impl Config {
         let mut next = self.clone();
         let mut restart = Vec::new();
         for (key, value) in props {
-            let bad = |reason: String| UpdateError::Value {
-                key: key.clone(),
-                value: value.clone(),
-                reason,
-            };
             match Settings::key_info(key) {
                 Some(info) => {
-                    next.settings.set(key, value).map_err(|e| bad(e.0))?;
+                    next.settings.set(key, value).map_err(UpdateError::Value)?;
                     if info.group == Group::Extension {
                         next.shown_extensions.insert(info.name);
                     }
@@ -312,13 +295,7 @@ impl Config {
                 }
             }
         }
-        next.settings
-            .validate()
-            .map_err(|(key, value, e)| UpdateError::Value {
-                key: key.to_owned(),
-                value,
-                reason: e.0,
-            })?;
+        next.settings.validate().map_err(UpdateError::Value)?;
         *self = next;
         Ok(restart)
     }
@@ -343,6 +320,12 @@ impl Config {
             None => crate::durable::replace(path, text.as_bytes()),
         }
     }
+}
+
+/// Whether a config-file key is one of the `tls.*` keys, which Java reads from system
+/// properties and `tls.config.file` (`TlsSystemConfig`) rather than from `NamesrvConfig`.
+pub fn is_tls_key(key: &str) -> bool {
+    key.starts_with("tls.")
 }
 
 /// Java's `String.split` on one character: trailing empty parts are dropped, except that an
