@@ -445,6 +445,58 @@ mod tests {
     }
 
     #[test]
+    fn typed_values_follow_updates_and_list_as_written() {
+        let mut c = Config::from_properties(
+            &props("handshakeTimeoutMillis=7000\nnamesrvPeers= ns1:9876 ;ns2:9876"),
+            "f",
+            &env(),
+        )
+        .unwrap();
+        let s = &c.settings;
+        assert_eq!(s.handshake_timeout_millis.duration().as_millis(), 7000);
+        assert_eq!(s.namesrv_peers.value().entries(), ["ns1:9876", "ns2:9876"]);
+        let all = c.all_properties();
+        assert_eq!(all["handshakeTimeoutMillis"], "7000");
+        assert_eq!(all["namesrvPeers"], "ns1:9876 ;ns2:9876");
+        assert!(s.proxy_protocol_allowed_addresses.value().admits_everyone());
+        c.update(&props(
+            "proxyProtocolAllowedAddresses=10.0.0.*\nnamesrvPeers=ns3:9876",
+        ))
+        .unwrap();
+        let s = &c.settings;
+        assert!(!s.proxy_protocol_allowed_addresses.value().admits_everyone());
+        assert!(
+            s.proxy_protocol_allowed_addresses
+                .value()
+                .allows("10.0.0.7".parse().unwrap())
+        );
+        assert_eq!(s.namesrv_peers.value().entries(), ["ns3:9876"]);
+        // A list that does not parse changes nothing, and says why as before.
+        let err = c.update(&props("namesrvPeers=ns4:9876;ns5")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid value for namesrvPeers: \"ns4:9876;ns5\" \
+             (expected host:port entries separated by ';', found \"ns5\")"
+        );
+        assert_eq!(c.settings.namesrv_peers.value().entries(), ["ns3:9876"]);
+    }
+
+    #[test]
+    fn a_bad_list_in_the_file_names_file_key_value_and_pattern() {
+        let err = Config::from_properties(
+            &props("proxyProtocolAllowedAddresses=10.0.0 "),
+            "config file x.conf",
+            &env(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "config file x.conf: invalid value for proxyProtocolAllowedAddresses: \"10.0.0\" \
+             (invalid address pattern \"10.0.0\": not a valid IP address)"
+        );
+    }
+
+    #[test]
     fn load_reads_the_file_and_persist_round_trips() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("namesrv.conf");
