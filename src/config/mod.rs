@@ -12,7 +12,7 @@ pub mod properties;
 pub mod reload;
 pub mod settings;
 mod validate;
-pub mod value;
+mod value;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
