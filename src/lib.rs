@@ -21,8 +21,10 @@
 //!   rules and the route cache; [`kv`] the durable KV store. Neither sees a socket.
 //! - [`tls`] holds the `tls.*` settings and the certificates they name; `server::prelude`
 //!   uses them per connection (PROXY header, TLS decision, handshake) before any frame.
-//! - [`config`] is the Java-compatible configuration (properties files, Java key names);
-//!   [`reload`] carries reload requests (SIGHUP) to the tasks that re-read files.
+//! - [`config`] is the Java-compatible configuration (properties files, Java key names), parsed
+//!   into typed values when it is loaded or updated; [`reload`] carries reload requests
+//!   (SIGHUP) to the tasks that re-read files. [`addr`] holds the address patterns, allow-lists
+//!   and `host:port` lists that `config` and [`auth`] parse; it uses nothing else of the crate.
 //! - [`admin`] is the `nsadmin` tool: mqadmin's name-server commands over a small client built
 //!   on [`protocol`]; it never touches [`state`].
 //! - [`metrics`] holds the counters `server`, `dispatch` and `state` record, and renders them
@@ -37,6 +39,7 @@
 )]
 #![forbid(unsafe_code)]
 
+pub mod addr;
 pub mod admin;
 pub mod auth;
 mod civil;

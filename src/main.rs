@@ -130,7 +130,7 @@ async fn take_over(pid: u32, s: &Settings) -> anyhow::Result<(TcpListener, Optio
         .await
         .with_context(|| cannot_listen_for_http(s))?;
     let listener = handover::bind_beside(s).await?;
-    let grace = std::time::Duration::from_millis(s.shutdown_grace_period_millis as u64);
+    let grace = s.shutdown_grace_period_millis.duration();
     handover::retire(pid, grace + TAKEOVER_MARGIN).await?;
     let http = match http {
         Some(http) => Some(http),

@@ -29,8 +29,8 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_saphyr::Spanned;
 
-use super::address::AddressPattern;
 use super::policy::{Account, Policy, RequestClass};
+use crate::addr::AddressPattern;
 
 /// Why the accounts file could not be used.
 #[derive(Debug, thiserror::Error)]

@@ -18,7 +18,6 @@
 //! Handlers never see any of this: `dispatch` calls the gate once, around its `match`.
 
 pub mod accounts;
-pub mod address;
 pub mod audit;
 mod loosening;
 pub mod policy;

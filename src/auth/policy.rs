@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::net::IpAddr;
 
-use super::address::AddressPattern;
+use crate::addr::AddressPattern;
 use crate::protocol::RemotingCommand;
 use crate::protocol::code::request as rc;
 use crate::protocol::signature;

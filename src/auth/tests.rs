@@ -305,7 +305,7 @@ async fn a_file_change_that_loosens_the_policy_waits_for_a_reload_request() {
     std::fs::write(&path, strict).unwrap();
     // Address rules need PROXY headers limited to the proxies.
     let mut s = settings(AuthMode::Enforce, &path);
-    s.proxy_protocol_allowed_addresses = String::new();
+    s.proxy_protocol_allowed_addresses = "".into();
     let gate = Gate::load(&s).unwrap();
     let reload = Reload::new();
     let cancel = CancellationToken::new();

@@ -12,13 +12,14 @@ use std::path::Path;
 use super::LoadError;
 use super::policy::Policy;
 use crate::config::Settings;
-use crate::server::prelude::AllowList;
 
 /// Whether the settings take PROXY headers from every address.
 pub(super) fn proxy_from_anyone(settings: &Settings) -> bool {
-    // Validated with the settings; a list that did not parse takes headers from nobody.
-    AllowList::parse(&settings.proxy_protocol_allowed_addresses)
-        .is_ok_and(|list| list.admits_everyone())
+    // A list that did not parse (validation refuses it) takes headers from nobody.
+    settings
+        .proxy_protocol_allowed_addresses
+        .value()
+        .admits_everyone()
 }
 
 /// Refuses `policy` (loaded from `path`) when it has address rules that a PROXY header from

@@ -216,7 +216,11 @@ mod tests {
             }
             let redirect = props("httpNsaddrList=6.6.6.6:9876");
             assert_eq!(c.update_from_request(&redirect).is_ok(), open, "{mode}");
-            assert_eq!(c.settings.http_nsaddr_list.is_empty(), !open, "{mode}");
+            assert_eq!(
+                c.settings.http_nsaddr_list.text().is_empty(),
+                !open,
+                "{mode}"
+            );
         }
         // Other live keys stay live for everyone, as in Java.
         let mut c = config("");

@@ -1,6 +1,7 @@
 //! Configuration: Java's `NamesrvConfig` and `NettyServerConfig` keys read from a Java
-//! properties file, validated once at start-up, and updated at run time by
-//! UPDATE_NAMESRV_CONFIG (CONFIG.md).
+//! properties file, parsed into typed values and validated once at start-up, and updated at run
+//! time by UPDATE_NAMESRV_CONFIG (Java's `NamesrvController#updateConfig` path), which re-parses
+//! and re-validates the keys it changes.
 //!
 //! Precedence: defaults, then the file. Keys this server does not know are kept and listed
 //! (GET_NAMESRV_CONFIG, `-p`), as Java keeps a config file's extra properties. A value that
@@ -10,12 +11,15 @@ mod guard;
 pub mod properties;
 pub mod reload;
 pub mod settings;
+mod validate;
+mod value;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 pub use guard::STEERING_KEYS;
 pub use settings::{Apply, AuthMode, Env, Group, Settings};
+pub use value::{InvalidSetting, Millis, Parsed, Seconds};
 
 /// Why the configuration could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -37,16 +41,12 @@ pub enum ConfigError {
         source: properties::PropertiesError,
     },
     /// A key has a value that does not parse or is out of range.
-    #[error("{origin}: invalid value for {key}: {value:?} ({reason})")]
+    #[error("{origin}: {invalid}")]
     Value {
         /// The file, or "defaults".
         origin: String,
-        /// The key.
-        key: String,
-        /// The offending value.
-        value: String,
-        /// What was expected.
-        reason: String,
+        /// The key, its value and what was expected.
+        invalid: InvalidSetting,
     },
 }
 
@@ -74,15 +74,8 @@ pub enum UpdateError {
         reason: String,
     },
     /// A value does not parse or is out of range; nothing was changed.
-    #[error("invalid value for {key}: {value:?} ({reason})")]
-    Value {
-        /// The key.
-        key: String,
-        /// The offending value.
-        value: String,
-        /// What was expected.
-        reason: String,
-    },
+    #[error("{0}")]
+    Value(InvalidSetting),
     /// The new configuration could not be written to `configStorePath`; nothing changed.
     #[error("cannot persist the name server config")]
     Persist(#[source] std::io::Error),
@@ -101,10 +94,10 @@ pub struct Config {
     pub config_file: Option<PathBuf>,
     /// Keys UPDATE_NAMESRV_CONFIG refuses (fixed at start, as in Java).
     black_list: BTreeSet<String>,
-    /// The environment the defaults came from, for a reload (issue 15).
+    /// The environment the defaults came from, for a reload.
     env: Env,
-    /// The file's `tls.*` lines (see [`crate::tls::settings`]): kept for persisting, never
-    /// listed by GET_NAMESRV_CONFIG (they may hold a key password).
+    /// The file's `tls.*` lines ([`is_tls_key`]; `crate::tls::settings` reads them): kept for
+    /// persisting, never listed by GET_NAMESRV_CONFIG (they may hold a key password).
     pub tls_lines: Vec<(String, String)>,
 }
 
@@ -159,16 +152,15 @@ impl Config {
         let mut shown_extensions = BTreeSet::new();
         let mut tls_lines = Vec::new();
         for (key, value) in props {
-            if crate::tls::settings::is_tls_key(key) {
+            if is_tls_key(key) {
                 tls_lines.push((key.clone(), value.clone()));
                 continue;
             }
-            let known = settings.set(key, value).map_err(|e| ConfigError::Value {
+            let invalid = |invalid| ConfigError::Value {
                 origin: origin.to_owned(),
-                key: key.clone(),
-                value: value.clone(),
-                reason: e.0,
-            })?;
+                invalid,
+            };
+            let known = settings.set(key, value).map_err(invalid)?;
             match Settings::key_info(key) {
                 Some(info) if known && info.group == Group::Extension => {
                     shown_extensions.insert(info.name);
@@ -179,18 +171,14 @@ impl Config {
                 }
             }
         }
-        // Warm restart (issue 15): the snapshot's default place follows kvConfigPath.
+        // Warm restart: the snapshot's default place follows kvConfigPath.
         if settings.route_snapshot_path.is_empty() {
             settings.route_snapshot_path = settings.route_snapshot_file().display().to_string();
         }
-        settings
-            .validate()
-            .map_err(|(key, value, e)| ConfigError::Value {
-                origin: origin.to_owned(),
-                key: key.to_owned(),
-                value,
-                reason: e.0,
-            })?;
+        settings.validate().map_err(|invalid| ConfigError::Value {
+            origin: origin.to_owned(),
+            invalid,
+        })?;
         let mut black_list: BTreeSet<String> = [
             "configBlackList",
             "configStorePath",
@@ -289,14 +277,9 @@ impl Config {
         let mut next = self.clone();
         let mut restart = Vec::new();
         for (key, value) in props {
-            let bad = |reason: String| UpdateError::Value {
-                key: key.clone(),
-                value: value.clone(),
-                reason,
-            };
             match Settings::key_info(key) {
                 Some(info) => {
-                    next.settings.set(key, value).map_err(|e| bad(e.0))?;
+                    next.settings.set(key, value).map_err(UpdateError::Value)?;
                     if info.group == Group::Extension {
                         next.shown_extensions.insert(info.name);
                     }
@@ -312,13 +295,7 @@ impl Config {
                 }
             }
         }
-        next.settings
-            .validate()
-            .map_err(|(key, value, e)| UpdateError::Value {
-                key: key.to_owned(),
-                value,
-                reason: e.0,
-            })?;
+        next.settings.validate().map_err(UpdateError::Value)?;
         *self = next;
         Ok(restart)
     }
@@ -345,6 +322,12 @@ impl Config {
     }
 }
 
+/// Whether a config-file key is one of the `tls.*` keys, which Java reads from system
+/// properties and `tls.config.file` (`TlsSystemConfig`) rather than from `NamesrvConfig`.
+pub fn is_tls_key(key: &str) -> bool {
+    key.starts_with("tls.")
+}
+
 /// Java's `String.split` on one character: trailing empty parts are dropped, except that an
 /// empty string gives one empty part.
 fn java_split(text: &str, sep: char) -> impl Iterator<Item = &str> {
@@ -358,164 +341,4 @@ fn java_split(text: &str, sep: char) -> impl Iterator<Item = &str> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn env() -> Env {
-        Env {
-            home: "/home/rocketmq".into(),
-            rocketmq_home: Some("/opt/rocketmq".into()),
-        }
-    }
-
-    fn props(text: &str) -> Vec<(String, String)> {
-        properties::parse(text).unwrap()
-    }
-
-    #[test]
-    fn black_list_splits_like_java() {
-        let split = |t| java_split(t, ';').collect::<Vec<_>>();
-        assert_eq!(split("a;b;"), ["a", "b"]);
-        assert_eq!(split("a;;b;;"), ["a", "", "b"]);
-        assert_eq!(split(""), [""]);
-        assert!(split(";;").is_empty());
-    }
-
-    #[test]
-    fn default_listing_is_javas_40_keys() {
-        let c = Config::defaults(&env());
-        let body = c.render([]);
-        assert_eq!(body.lines().count(), 40);
-        assert!(body.starts_with("bindAddress=0.0.0.0\nclientRequestThreadPoolNums=8\n"));
-        assert!(body.contains("rocketmqHome=/opt/rocketmq\n"));
-        assert!(body.ends_with("writeBufferLowWaterMark=0\n"));
-        assert!(!body.contains("frameMaxLength"));
-        assert!(c.render_effective().contains("frameMaxLength=16777216\n"));
-    }
-
-    #[test]
-    fn file_values_extras_and_extensions() {
-        let c = Config::from_properties(
-            &props("listenPort=1234\nclientWorkerThreads=4\nframeMaxLength=33554432"),
-            "f",
-            &env(),
-        )
-        .unwrap();
-        assert_eq!(c.settings.listen_port, 1234);
-        assert_eq!(c.settings.frame_max_length, 32 << 20);
-        let all = c.all_properties();
-        assert_eq!(
-            all.get("clientWorkerThreads").map(String::as_str),
-            Some("4")
-        );
-        assert_eq!(
-            all.get("frameMaxLength").map(String::as_str),
-            Some("33554432")
-        );
-    }
-
-    #[test]
-    fn bad_values_name_origin_key_and_value() {
-        let err = Config::from_properties(&props("listenPort=abc"), "config file x.conf", &env())
-            .unwrap_err();
-        let msg = err.to_string();
-        assert!(
-            msg.contains("x.conf") && msg.contains("listenPort") && msg.contains("abc"),
-            "{msg}"
-        );
-        let err = Config::from_properties(&props("listenPort=70000"), "config file x.conf", &env())
-            .unwrap_err();
-        assert!(err.to_string().contains("70000"));
-    }
-
-    #[test]
-    fn updates_are_all_or_nothing_and_respect_the_black_list() {
-        let mut c = Config::from_properties(
-            &props("extraKey=1\nconfigBlackList=listenPort"),
-            "f",
-            &env(),
-        )
-        .unwrap();
-        assert!(matches!(
-            c.update(&props("kvConfigPath=/x")),
-            Err(UpdateError::BlackListed)
-        ));
-        assert!(matches!(
-            c.update(&props("listenPort=1")),
-            Err(UpdateError::BlackListed)
-        ));
-        assert!(matches!(
-            c.update(&props("orderMessageEnable=true\nwaitSecondsForService=-1")),
-            Err(UpdateError::Value { .. })
-        ));
-        assert!(!c.settings.order_message_enable);
-        let restart = c
-            .update(&props(
-                "orderMessageEnable=true\nbindAddress=127.0.0.1\nextraKey=2\nunknownKey=3",
-            ))
-            .unwrap();
-        assert_eq!(restart, vec!["bindAddress".to_owned()]);
-        assert!(c.settings.order_message_enable);
-        let all = c.all_properties();
-        assert_eq!(all.get("extraKey").map(String::as_str), Some("2"));
-        assert!(!all.contains_key("unknownKey"));
-    }
-
-    #[test]
-    fn load_reads_the_file_and_persist_round_trips() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("namesrv.conf");
-        std::fs::write(&file, "# comment\nlistenPort = 19876\norderMessageEnable=true\nkvConfigPath=/tmp/kv\\\\x.json\n").unwrap();
-        let mut c = Config::load(Some(&file), &env()).unwrap();
-        assert_eq!(c.settings.listen_port, 19876);
-        assert_eq!(c.settings.kv_config_path, "/tmp/kv\\x.json");
-        assert_eq!(c.settings.config_store_path, file.display().to_string());
-        c.update(&props("enableTopicList=false")).unwrap();
-        c.persist().unwrap();
-        let again = Config::load(Some(&file), &env()).unwrap();
-        assert_eq!(again.settings, c.settings);
-        assert!(crate::durable::backup_path(&file).exists());
-        let missing = Config::load(Some(&dir.path().join("nope.conf")), &env()).unwrap_err();
-        assert!(missing.to_string().contains("nope.conf"));
-    }
-
-    #[test]
-    fn tls_lines_are_kept_and_persisted_but_never_listed() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("namesrv.conf");
-        std::fs::write(
-            &file,
-            "tls.server.mode=enforcing\ntls.server.keyPassword=secret\nlistenPort=19876\n",
-        )
-        .unwrap();
-        let mut c = Config::load(Some(&file), &env()).unwrap();
-        assert_eq!(c.tls_lines.len(), 2);
-        assert!(!c.render([]).contains("tls."));
-        assert!(!c.render_effective().contains("secret"));
-        c.update(&props("orderMessageEnable=true")).unwrap();
-        c.persist().unwrap();
-        let mut again = Config::load(Some(&file), &env()).unwrap().tls_lines;
-        again.sort();
-        c.tls_lines.sort();
-        assert_eq!(again, c.tls_lines);
-    }
-
-    #[test]
-    fn without_a_file_the_persisted_config_is_loaded() {
-        let dir = tempfile::tempdir().unwrap();
-        let env = Env {
-            home: dir.path().display().to_string(),
-            rocketmq_home: None,
-        };
-        assert_eq!(Config::load(None, &env).unwrap().settings.listen_port, 9876);
-        let mut c = Config::defaults(&env);
-        c.update(&props("orderMessageEnable=true")).unwrap();
-        c.persist().unwrap();
-        assert!(
-            Config::load(None, &env)
-                .unwrap()
-                .settings
-                .order_message_enable
-        );
-    }
-}
+mod tests;

@@ -1,5 +1,6 @@
 //! Java `java.util.Properties` text: the syntax of `namesrv.conf`, of UPDATE_NAMESRV_CONFIG
-//! bodies and of the persisted configuration (CONFIG.md §4).
+//! bodies and of the persisted configuration (as `MixAll#string2Properties` and
+//! `MixAll#properties2String` read and write it).
 //!
 //! Reading follows `Properties.load`: `#`/`!` comment lines, `key=value`, `key:value` or
 //! `key value`, a trailing odd backslash continues the line, `\t \n \r \f \uXXXX` escapes,

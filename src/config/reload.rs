@@ -65,7 +65,7 @@ impl Config {
                 }
             }
         }
-        // tls.* lines (issue 11): read at start; on SIGHUP the TLS material follows
+        // tls.* lines: read at start; on SIGHUP the TLS material follows
         // tls.config.file and the certificate files instead, so a changed line needs a restart.
         let lines = |c: &Config| -> std::collections::BTreeMap<String, String> {
             c.tls_lines.iter().cloned().collect()

@@ -1,11 +1,15 @@
 //! Every configuration key the name server knows, with its Java name, type, default and
-//! whether a live update takes effect at once (CONFIG.md §1–2).
+//! whether a live update takes effect at once (Java's `NamesrvConfig` and `NettyServerConfig`,
+//! and this server's own keys; `conf/namesrv.conf` describes each).
 //!
 //! The table is written once, in [`settings!`], which generates the typed [`Settings`]
 //! struct together with string access by Java key name; everything else (files, `-p`,
-//! GET/UPDATE_NAMESRV_CONFIG) works through that access.
+//! GET/UPDATE_NAMESRV_CONFIG) works through that access. Each field has its final type —
+//! durations as [`Millis`] or [`Seconds`], address lists as [`Parsed`] values — so a value is
+//! parsed once, when it is set, and listed as it was written.
 
-use std::fmt;
+use super::value::{InvalidSetting, Millis, Parsed, Seconds, SettingValue, ValueError};
+use crate::addr::{AllowList, HostPortList};
 
 /// Which Java object a key belongs to, which decides where it is listed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,91 +68,6 @@ impl Env {
     }
 }
 
-/// Why a value was refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ValueError(pub String);
-
-impl fmt::Display for ValueError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// A setting's type: how its text is parsed and rendered.
-pub trait SettingValue: Sized {
-    /// Parses a value. Strings are trimmed as Java trims them; numbers and booleans are not
-    /// (booleans accept `true`/`false` in any case).
-    fn parse_setting(text: &str) -> Result<Self, ValueError>;
-    /// The text Java would print, or `None` for an unset (null) value.
-    fn render_setting(&self) -> Option<String>;
-}
-
-fn blank_hint(text: &str) -> &'static str {
-    if crate::java_str::trim(text).len() != text.len() {
-        " (the value has leading or trailing blanks)"
-    } else {
-        ""
-    }
-}
-
-impl SettingValue for bool {
-    fn parse_setting(text: &str) -> Result<Self, ValueError> {
-        // Not trimmed: Java's `Boolean.parseBoolean("true ")` is false, so a value with
-        // surrounding blanks is refused rather than read either way.
-        match text {
-            t if t.eq_ignore_ascii_case("true") => Ok(true),
-            t if t.eq_ignore_ascii_case("false") => Ok(false),
-            _ => Err(ValueError(format!(
-                "expected true or false{}",
-                blank_hint(text)
-            ))),
-        }
-    }
-    fn render_setting(&self) -> Option<String> {
-        Some(self.to_string())
-    }
-}
-
-macro_rules! int_setting {
-    ($($t:ty),*) => {$(
-        impl SettingValue for $t {
-            fn parse_setting(text: &str) -> Result<Self, ValueError> {
-                // Not trimmed, as Java's `parseInt` does not trim.
-                text.parse::<$t>().map_err(|_| {
-                    ValueError(format!(
-                        "expected an integer between {} and {}{}",
-                        <$t>::MIN,
-                        <$t>::MAX,
-                        blank_hint(text)
-                    ))
-                })
-            }
-            fn render_setting(&self) -> Option<String> {
-                Some(self.to_string())
-            }
-        }
-    )*};
-}
-int_setting!(i32, i64);
-
-impl SettingValue for String {
-    fn parse_setting(text: &str) -> Result<Self, ValueError> {
-        Ok(crate::java_str::trim(text).to_owned())
-    }
-    fn render_setting(&self) -> Option<String> {
-        Some(self.clone())
-    }
-}
-
-impl SettingValue for Option<String> {
-    fn parse_setting(text: &str) -> Result<Self, ValueError> {
-        Ok(Some(crate::java_str::trim(text).to_owned()))
-    }
-    fn render_setting(&self) -> Option<String> {
-        self.clone()
-    }
-}
-
 macro_rules! settings {
     ($(
         $(#[doc = $doc:literal])*
@@ -180,9 +99,17 @@ macro_rules! settings {
             }
 
             /// Sets a key from text; `Ok(false)` for a key this table does not have.
-            pub fn set(&mut self, key: &str, text: &str) -> Result<bool, ValueError> {
+            pub fn set(&mut self, key: &str, text: &str) -> Result<bool, InvalidSetting> {
+                let invalid = |e: ValueError| InvalidSetting {
+                    key: key.to_owned(),
+                    value: text.to_owned(),
+                    reason: e.0,
+                };
                 match key {
-                    $( $key => { self.$field = <$ty as SettingValue>::parse_setting(text)?; Ok(true) } )*
+                    $( $key => {
+                        self.$field = <$ty as SettingValue>::parse_setting(text).map_err(invalid)?;
+                        Ok(true)
+                    } )*
                     _ => Ok(false),
                 }
             }
@@ -214,7 +141,7 @@ settings! {
     /// Java's default queue bound.
     "defaultThreadPoolQueueCapacity" => default_thread_pool_queue_capacity: i32 = |_: &Env| 10000, Namesrv, Ignored;
     /// Milliseconds between broker-expiry scans (Java's default is 5000; this server's 10000).
-    "scanNotActiveBrokerInterval" => scan_not_active_broker_interval: i64 = |_: &Env| 10_000, Namesrv, Restart;
+    "scanNotActiveBrokerInterval" => scan_not_active_broker_interval: Millis = |_: &Env| Millis(10_000), Namesrv, Restart;
     /// Java's unregistration queue bound (unregistrations are applied at once here).
     "unRegisterBrokerQueueCapacity" => unregister_broker_queue_capacity: i32 = |_: &Env| 3000, Namesrv, Ignored;
     /// Present a masterless read-only group's smallest-id member as its master in routes.
@@ -230,7 +157,7 @@ settings! {
     /// Refuse route queries for `waitSecondsForService` after start-up.
     "needWaitForService" => need_wait_for_service: bool = |_: &Env| false, Namesrv, Live;
     /// See `needWaitForService`.
-    "waitSecondsForService" => wait_seconds_for_service: i32 = |_: &Env| 45, Namesrv, Live;
+    "waitSecondsForService" => wait_seconds_for_service: Seconds = |_: &Env| Seconds(45), Namesrv, Live;
     /// Drop a master's topics that its registration no longer lists.
     "deleteTopicWithBrokerRegistration" => delete_topic_with_broker_registration: bool = |_: &Env| false, Namesrv, Live;
     /// `;`-separated keys UPDATE_NAMESRV_CONFIG refuses (read at start).
@@ -252,7 +179,7 @@ settings! {
     "serverAsyncSemaphoreValue" => server_async_semaphore_value: i32 = |_: &Env| 64, Netty, Ignored;
     /// Close connections with no read and no write for this many seconds (0 = never); an
     /// update applies to connections accepted afterwards, as in Java.
-    "serverChannelMaxIdleTimeSeconds" => server_channel_max_idle_time_seconds: i32 = |_: &Env| 120, Netty, Live;
+    "serverChannelMaxIdleTimeSeconds" => server_channel_max_idle_time_seconds: Seconds = |_: &Env| Seconds(120), Netty, Live;
     /// SO_SNDBUF of accepted connections (0 = system default).
     "serverSocketSndBufSize" => server_socket_snd_buf_size: i32 = |_: &Env| 0, Netty, Restart;
     /// SO_RCVBUF of accepted connections (0 = system default).
@@ -271,7 +198,7 @@ settings! {
     /// 5.3.1 with `GO_AWAY` meanwhile, as Java does, so that they move to another node.
     "enableShutdownGracefully" => enable_shutdown_gracefully: bool = |_: &Env| false, Netty, Live;
     /// Length of the `GO_AWAY` period of `enableShutdownGracefully`, in seconds.
-    "shutdownWaitTimeSeconds" => shutdown_wait_time_seconds: i32 = |_: &Env| 30, Netty, Live;
+    "shutdownWaitTimeSeconds" => shutdown_wait_time_seconds: Seconds = |_: &Env| Seconds(30), Netty, Live;
     /// Netty epoll transport (not used).
     "useEpollNativeSelector" => use_epoll_native_selector: bool = |_: &Env| false, Netty, Ignored;
 
@@ -283,9 +210,9 @@ settings! {
     /// Most response bytes queued for one connection before the server stops reading it.
     "maxQueuedResponseBytes" => max_queued_response_bytes: i64 = |_: &Env| 4 * 1024 * 1024, Extension, Restart;
     /// How long shutdown waits for in-flight requests before closing connections.
-    "shutdownGracePeriodMillis" => shutdown_grace_period_millis: i64 = |_: &Env| 10_000, Extension, Restart;
+    "shutdownGracePeriodMillis" => shutdown_grace_period_millis: Millis = |_: &Env| Millis(10_000), Extension, Restart;
 
-    // Mass-eviction protection (issue 17; `crate::state::protection`). Read on every scan.
+    // Mass-eviction protection (`crate::state::protection`). Read on every scan.
     /// Keep the routes of brokers that fall silent all at once instead of evicting them
     /// (`false`: Java's behaviour exactly).
     "evictionProtection" => eviction_protection: bool = |_: &Env| true, Extension, Live;
@@ -294,7 +221,7 @@ settings! {
     /// Protection needs at least this many live brokers (smaller setups behave as Java).
     "evictionProtectionMinBrokers" => eviction_protection_min_brokers: i32 = |_: &Env| 3, Extension, Live;
     /// Longest a silent broker is held past its own timeout.
-    "evictionProtectionMaxHoldMillis" => eviction_protection_max_hold_millis: i64 = |_: &Env| 600_000, Extension, Live;
+    "evictionProtectionMaxHoldMillis" => eviction_protection_max_hold_millis: Millis = |_: &Env| Millis(600_000), Extension, Live;
 
     // --- authentication (auth/) ---
     /// `off` (the default, as Java: nothing is checked), `audit` (check and log what would be
@@ -306,7 +233,7 @@ settings! {
     /// File the audit log of admin requests is appended to; empty: the main log.
     "authAuditLog" => auth_audit_log: String = |_: &Env| String::new(), Extension, Restart;
 
-    // --- Hardening (issue 16): server-wide memory budget and KV store limits. ---
+    // --- Hardening: server-wide memory budget and KV store limits. ---
     /// Most bytes the server buffers for all connections together (queued responses and
     /// partial frames); over it, the heaviest connections stop being read, or are closed.
     "maxBufferedBytes" => max_buffered_bytes: i64 = |_: &Env| 256 * 1024 * 1024, Extension, Restart;
@@ -324,11 +251,11 @@ settings! {
     "httpBindAddress" => http_bind_address: String = |_: &Env| "127.0.0.1".to_owned(), Extension, Restart;
     /// What the address server (`GET /rocketmq/nsaddr`) answers: this cluster's name servers
     /// as `host:port;host:port`. Empty: this server's own address.
-    "httpNsaddrList" => http_nsaddr_list: String = |_: &Env| String::new(), Extension, Live;
+    "httpNsaddrList" => http_nsaddr_list: Parsed<HostPortList> = |_: &Env| Parsed::new(""), Extension, Live;
     /// `/readyz` fails while fewer brokers than this are live (0 = no minimum).
     "httpReadyMinLiveBrokers" => http_ready_min_live_brokers: i32 = |_: &Env| 0, Extension, Live;
 
-    // --- Operations (issue 15): warm restart (`crate::state::snapshot`). ---
+    // --- Operations: warm restart (`crate::state::snapshot`). ---
     /// Keep the route table across restarts: snapshot it periodically and at shutdown, and
     /// restore it at start (`false`: start empty as Java does, and write no snapshot).
     "restoreRoutesOnStart" => restore_routes_on_start: bool = |_: &Env| true, Extension, Restart;
@@ -337,28 +264,28 @@ settings! {
     "routeSnapshotPath" => route_snapshot_path: String = |_: &Env| String::new(), Extension, Restart;
     /// Milliseconds between periodic route snapshots (written only when routes or
     /// heartbeats changed).
-    "routeSnapshotIntervalMillis" => route_snapshot_interval_millis: i64 = |_: &Env| 10_000, Extension, Restart;
+    "routeSnapshotIntervalMillis" => route_snapshot_interval_millis: Millis = |_: &Env| Millis(10_000), Extension, Restart;
 
-    // --- Operations (issue 15): peer checks (`crate::peers`). ---
+    // --- Operations: peer checks (`crate::peers`). ---
     /// The cluster's name servers, this one may be among them (`host:port;host:port`):
     /// each is asked at an interval for its brokers and their data versions.
-    "namesrvPeers" => namesrv_peers: String = |_: &Env| String::new(), Extension, Live;
+    "namesrvPeers" => namesrv_peers: Parsed<HostPortList> = |_: &Env| Parsed::new(""), Extension, Live;
     /// Milliseconds between two rounds of peer checks.
-    "peerCheckIntervalMillis" => peer_check_interval_millis: i64 = |_: &Env| 10_000, Extension, Live;
+    "peerCheckIntervalMillis" => peer_check_interval_millis: Millis = |_: &Env| Millis(10_000), Extension, Live;
     /// A broker registered here that a peer lacks or holds at an older data version is
     /// reported once the difference has lasted this many milliseconds (one broker heartbeat
     /// period by default).
-    "peerDivergenceAfterMillis" => peer_divergence_after_millis: i64 = |_: &Env| 30_000, Extension, Live;
+    "peerDivergenceAfterMillis" => peer_divergence_after_millis: Millis = |_: &Env| Millis(30_000), Extension, Live;
     /// Largest answer a peer may send, in bytes: a larger one is refused from its length
     /// prefix, before it is read, and the peer counts as unreachable.
     "peerMaxAnswerBytes" => peer_max_answer_bytes: i64 = |_: &Env| 4 * 1024 * 1024, Extension, Live;
 
     // --- TLS and the PROXY protocol (tls/, server/prelude/); the tls.* keys live in tls::settings ---
     /// Longest a PROXY header or TLS handshake may take once it has begun.
-    "handshakeTimeoutMillis" => handshake_timeout_millis: i64 = |_: &Env| 5_000, Extension, Restart;
+    "handshakeTimeoutMillis" => handshake_timeout_millis: Millis = |_: &Env| Millis(5_000), Extension, Restart;
     /// Peers allowed to send a PROXY protocol header (address patterns as in the auth file's
     /// `globalWhiteRemoteAddresses`, `;`-separated); empty: nobody. Default `*`, as Java.
-    "proxyProtocolAllowedAddresses" => proxy_protocol_allowed_addresses: String = |_: &Env| "*".to_owned(), Extension, Restart;
+    "proxyProtocolAllowedAddresses" => proxy_protocol_allowed_addresses: Parsed<AllowList> = |_: &Env| Parsed::new("*"), Extension, Restart;
 }
 
 /// What the name server does with request signatures (`authMode`).
@@ -396,32 +323,11 @@ impl SettingValue for AuthMode {
     }
 }
 
-/// Reads a `host:port;host:port` list (as `httpNsaddrList` holds it): blanks around entries
-/// and empty entries are ignored; every other entry must be a host and a port.
-pub fn parse_addr_list(text: &str) -> Result<Vec<&str>, String> {
-    let mut addrs = Vec::new();
-    for entry in text.split(';').map(str::trim).filter(|e| !e.is_empty()) {
-        let valid = entry.rsplit_once(':').is_some_and(|(host, port)| {
-            !host.is_empty()
-                && !host.contains(char::is_whitespace)
-                && port.parse::<u16>().is_ok_and(|p| p > 0)
-        });
-        if !valid {
-            return Err(format!(
-                "expected host:port entries separated by ';', found {entry:?}"
-            ));
-        }
-        addrs.push(entry);
-    }
-    Ok(addrs)
-}
-
-// --- Operations (issue 15): where the route snapshot lives. ---
 impl Settings {
     /// How long after start route lookups are refused (`needWaitForService`), if at all.
     pub fn service_wait(&self) -> Option<std::time::Duration> {
         self.need_wait_for_service
-            .then(|| std::time::Duration::from_secs(self.wait_seconds_for_service.max(0) as u64))
+            .then(|| self.wait_seconds_for_service.duration())
     }
 
     /// The route snapshot's file: `routeSnapshotPath`, else `routes.snapshot` in the
@@ -441,189 +347,6 @@ impl Settings {
     /// The key's description, if it is one of ours.
     pub fn key_info(key: &str) -> Option<&'static KeyInfo> {
         Self::KEYS.iter().find(|k| k.name == key)
-    }
-
-    /// Checks ranges that parsing cannot: a value of the right type can still be unusable.
-    pub fn validate(&self) -> Result<(), (&'static str, String, ValueError)> {
-        let check = |ok: bool, key: &'static str, value: String, msg: &str| {
-            if ok {
-                Ok(())
-            } else {
-                Err((key, value, ValueError(msg.to_owned())))
-            }
-        };
-        check(
-            (0..=65535).contains(&self.listen_port),
-            "listenPort",
-            self.listen_port.to_string(),
-            "expected a port between 0 and 65535",
-        )?;
-        check(
-            self.scan_not_active_broker_interval > 0,
-            "scanNotActiveBrokerInterval",
-            self.scan_not_active_broker_interval.to_string(),
-            "expected a positive number of milliseconds",
-        )?;
-        check(
-            self.server_channel_max_idle_time_seconds >= 0,
-            "serverChannelMaxIdleTimeSeconds",
-            self.server_channel_max_idle_time_seconds.to_string(),
-            "expected 0 (never) or a positive number of seconds",
-        )?;
-        check(
-            self.wait_seconds_for_service >= 0,
-            "waitSecondsForService",
-            self.wait_seconds_for_service.to_string(),
-            "expected a non-negative number of seconds",
-        )?;
-        check(
-            (1024 * 1024..=i32::MAX as i64).contains(&self.frame_max_length),
-            "frameMaxLength",
-            self.frame_max_length.to_string(),
-            "expected between 1048576 and 2147483647 bytes (a smaller limit refuses real broker registrations)",
-        )?;
-        check(
-            self.max_connections >= 64,
-            "maxConnections",
-            self.max_connections.to_string(),
-            "expected at least 64 (fewer lets a few idle sockets lock every client out)",
-        )?;
-        check(
-            self.max_queued_response_bytes >= 64 * 1024
-                && self.max_queued_response_bytes <= self.max_buffered_bytes / 2,
-            "maxQueuedResponseBytes",
-            self.max_queued_response_bytes.to_string(),
-            "expected between 65536 bytes and half of maxBufferedBytes",
-        )?;
-        check(
-            self.max_buffered_bytes >= self.frame_max_length.saturating_mul(2),
-            "maxBufferedBytes",
-            self.max_buffered_bytes.to_string(),
-            "expected at least twice frameMaxLength",
-        )?;
-        check(
-            (1024..=i32::MAX as i64).contains(&self.max_kv_value_bytes),
-            "maxKvValueBytes",
-            self.max_kv_value_bytes.to_string(),
-            "expected between 1024 and 2147483647 bytes",
-        )?;
-        check(
-            self.max_kv_total_bytes >= self.max_kv_value_bytes,
-            "maxKvTotalBytes",
-            self.max_kv_total_bytes.to_string(),
-            "expected at least maxKvValueBytes",
-        )?;
-        check(
-            self.shutdown_grace_period_millis >= 0,
-            "shutdownGracePeriodMillis",
-            self.shutdown_grace_period_millis.to_string(),
-            "expected a non-negative number of milliseconds",
-        )?;
-        check(
-            self.auth_mode == AuthMode::Off || !self.auth_config_path.is_empty(),
-            "authConfigPath",
-            self.auth_config_path.clone(),
-            "authMode audit or enforce needs the accounts file",
-        )?;
-        check(
-            (0..=65535).contains(&self.http_listen_port),
-            "httpListenPort",
-            self.http_listen_port.to_string(),
-            "expected 0 (off) or a port between 1 and 65535",
-        )?;
-        check(
-            self.http_ready_min_live_brokers >= 0,
-            "httpReadyMinLiveBrokers",
-            self.http_ready_min_live_brokers.to_string(),
-            "expected 0 (no minimum) or a positive number of brokers",
-        )?;
-        if let Err(reason) = parse_addr_list(&self.http_nsaddr_list) {
-            return Err((
-                "httpNsaddrList",
-                self.http_nsaddr_list.clone(),
-                ValueError(reason),
-            ));
-        }
-        check(
-            self.server_socket_backlog > 0,
-            "serverSocketBacklog",
-            self.server_socket_backlog.to_string(),
-            "expected a positive number",
-        )?;
-        // Operations (issue 15).
-        check(
-            self.shutdown_wait_time_seconds >= 0,
-            "shutdownWaitTimeSeconds",
-            self.shutdown_wait_time_seconds.to_string(),
-            "expected a non-negative number of seconds",
-        )?;
-        check(
-            self.route_snapshot_interval_millis >= 100,
-            "routeSnapshotIntervalMillis",
-            self.route_snapshot_interval_millis.to_string(),
-            "expected at least 100 milliseconds",
-        )?;
-        check(
-            self.peer_check_interval_millis >= 100,
-            "peerCheckIntervalMillis",
-            self.peer_check_interval_millis.to_string(),
-            "expected at least 100 milliseconds",
-        )?;
-        check(
-            self.peer_divergence_after_millis >= 0,
-            "peerDivergenceAfterMillis",
-            self.peer_divergence_after_millis.to_string(),
-            "expected a non-negative number of milliseconds",
-        )?;
-        check(
-            (64 * 1024..=1 << 30).contains(&self.peer_max_answer_bytes),
-            "peerMaxAnswerBytes",
-            self.peer_max_answer_bytes.to_string(),
-            "expected 65536 to 1073741824 bytes",
-        )?;
-        if let Err(reason) = parse_addr_list(&self.namesrv_peers) {
-            return Err((
-                "namesrvPeers",
-                self.namesrv_peers.clone(),
-                ValueError(reason),
-            ));
-        }
-        // TLS and the PROXY protocol (issue 11).
-        check(
-            self.handshake_timeout_millis > 0,
-            "handshakeTimeoutMillis",
-            self.handshake_timeout_millis.to_string(),
-            "expected a positive number of milliseconds",
-        )?;
-        if let Err(e) =
-            crate::server::prelude::AllowList::parse(&self.proxy_protocol_allowed_addresses)
-        {
-            return Err((
-                "proxyProtocolAllowedAddresses",
-                self.proxy_protocol_allowed_addresses.clone(),
-                ValueError(e.to_string()),
-            ));
-        }
-        // Mass-eviction protection (issue 17).
-        check(
-            (1..=99).contains(&self.eviction_protection_threshold_percent),
-            "evictionProtectionThresholdPercent",
-            self.eviction_protection_threshold_percent.to_string(),
-            "expected a percentage between 1 and 99 (evictionProtection=false turns protection off)",
-        )?;
-        check(
-            self.eviction_protection_min_brokers > 0,
-            "evictionProtectionMinBrokers",
-            self.eviction_protection_min_brokers.to_string(),
-            "expected a positive number of brokers",
-        )?;
-        check(
-            self.eviction_protection_max_hold_millis > 0,
-            "evictionProtectionMaxHoldMillis",
-            self.eviction_protection_max_hold_millis.to_string(),
-            "expected a positive number of milliseconds",
-        )?;
-        Ok(())
     }
 }
 
@@ -680,7 +403,7 @@ mod tests {
         assert_eq!(s.set("productEnvName", "x\u{a0}"), Ok(true));
         assert_eq!(s.product_env_name, "x\u{a0}");
         s.listen_port = 70000;
-        assert_eq!(s.validate().unwrap_err().0, "listenPort");
+        assert_eq!(s.validate().unwrap_err().key, "listenPort");
     }
 
     #[test]
@@ -694,18 +417,18 @@ mod tests {
         );
         s.validate().unwrap();
         assert_eq!(
-            parse_addr_list(&s.http_nsaddr_list).unwrap(),
+            s.http_nsaddr_list.value().entries(),
             ["10.0.0.1:9876", "ns2:9876"]
         );
         for bad in ["ns1", "ns1:0", ":9876", "ns1:port", "a b:1"] {
             s.http_nsaddr_list = bad.into();
-            assert_eq!(s.validate().unwrap_err().0, "httpNsaddrList", "{bad}");
+            assert_eq!(s.validate().unwrap_err().key, "httpNsaddrList", "{bad}");
         }
-        s.http_nsaddr_list.clear();
+        s.http_nsaddr_list = "".into();
         s.http_listen_port = 65536;
-        assert_eq!(s.validate().unwrap_err().0, "httpListenPort");
+        assert_eq!(s.validate().unwrap_err().key, "httpListenPort");
         s.http_listen_port = 8080;
         s.http_ready_min_live_brokers = -1;
-        assert_eq!(s.validate().unwrap_err().0, "httpReadyMinLiveBrokers");
+        assert_eq!(s.validate().unwrap_err().key, "httpReadyMinLiveBrokers");
     }
 }

@@ -12,20 +12,17 @@ use axum::http::StatusCode;
 use axum::response::Response;
 
 use super::{App, Peer, text};
-use crate::config::settings::parse_addr_list;
 
 /// `GET /rocketmq/<subgroup>`.
 pub(super) async fn nsaddr(
     State(app): State<App>,
     ConnectInfo(peer): ConnectInfo<Peer>,
 ) -> Response {
-    let configured = app.state.config().settings.http_nsaddr_list.clone();
-    // Validated when the configuration was loaded or updated.
-    let list = parse_addr_list(&configured).unwrap_or_default();
-    let body = if list.is_empty() {
+    let configured = app.state.config().settings.http_nsaddr_list.value().clone();
+    let body = if configured.is_empty() {
         own_address(app.remoting, peer.local)
     } else {
-        list.join(";")
+        configured.entries().join(";")
     };
     text(StatusCode::OK, body)
 }

@@ -33,7 +33,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admin::client::ClientOptions;
 use crate::config::Settings;
-use crate::config::settings::parse_addr_list;
 use crate::state::Namesrv;
 pub use ask::PeerView;
 use checks::Checks;
@@ -61,15 +60,19 @@ impl PeerSettings {
     /// The settings `s` hold.
     pub fn from_settings(s: &Settings) -> PeerSettings {
         let mut peers: Vec<String> = Vec::new();
-        for peer in parse_addr_list(&s.namesrv_peers).unwrap_or_default() {
+        for peer in s.namesrv_peers.value().entries() {
             if !peers.iter().any(|p| p == peer) {
                 peers.push(peer.to_owned());
             }
         }
         PeerSettings {
             peers,
-            interval: Duration::from_millis(s.peer_check_interval_millis.max(1) as u64),
-            divergence_after: Duration::from_millis(s.peer_divergence_after_millis.max(0) as u64),
+            // Never zero, which a tokio interval refuses (validation asks for 100 at least).
+            interval: s
+                .peer_check_interval_millis
+                .duration()
+                .max(Duration::from_millis(1)),
+            divergence_after: s.peer_divergence_after_millis.duration(),
             max_answer_bytes: s.peer_max_answer_bytes.max(0) as usize,
         }
     }

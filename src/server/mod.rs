@@ -79,8 +79,8 @@ impl ServerConfig {
             max_connections: s.max_connections as usize,
             max_queued_response_bytes: s.max_queued_response_bytes as usize,
             max_buffered_bytes: s.max_buffered_bytes as usize,
-            grace_period: Duration::from_millis(s.shutdown_grace_period_millis as u64),
-            scan_interval: Duration::from_millis(s.scan_not_active_broker_interval as u64),
+            grace_period: s.shutdown_grace_period_millis.duration(),
+            scan_interval: s.scan_not_active_broker_interval.duration(),
             serialize_type,
             auth: Gate::off(),
             reload: Reload::new(),
@@ -88,9 +88,8 @@ impl ServerConfig {
             prelude: Prelude::new(
                 crate::tls::ServerMode::Disabled,
                 None,
-                prelude::AllowList::parse(&s.proxy_protocol_allowed_addresses)
-                    .expect("validated with the settings"),
-                Duration::from_millis(s.handshake_timeout_millis as u64),
+                s.proxy_protocol_allowed_addresses.value().clone(),
+                s.handshake_timeout_millis.duration(),
             ),
         }
     }
@@ -144,7 +143,7 @@ fn go_away_wait(state: &Namesrv) -> Duration {
     if !s.enable_shutdown_gracefully || state.handing_over() {
         return Duration::ZERO;
     }
-    Duration::from_secs(s.shutdown_wait_time_seconds.max(0) as u64)
+    s.shutdown_wait_time_seconds.duration()
 }
 
 /// Serves `listeners` until `shutdown` completes, then drains within the grace period. The
@@ -293,8 +292,7 @@ pub async fn run(
                 tracker.spawn(async move {
                     // PROXY header, TLS decision and handshake (prelude/), then frames, with
                     // the idle timeout read once for both.
-                    let idle_seconds = state.config().settings.server_channel_max_idle_time_seconds;
-                    let idle = (idle_seconds > 0).then(|| Duration::from_secs(idle_seconds as u64));
+                    let idle = state.config().settings.server_channel_max_idle_time_seconds.timeout();
                     // Boxed: the handshake's state is large and needed only until it is done,
                     // so it must not stay in every connection's task for the connection's life.
                     // The budget counts the connection from here: a prelude holds buffers too.

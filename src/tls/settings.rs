@@ -1,4 +1,4 @@
-//! The `tls.*` keys (TLS.md §1–2, §8): their Java names, defaults and parse rules, and where
+//! The `tls.*` keys (Java's `TlsSystemConfig` and `TlsHelper`): their Java names, defaults and parse rules, and where
 //! their values come from.
 //!
 //! Sources, later ones winning (Java has only the last two, in this order):
@@ -150,11 +150,6 @@ impl Default for TlsSettings {
 
 /// Keys the `tls.config.file` may not set (Java reads them from system properties only).
 const SYSTEM_PROPERTY_ONLY: [&str; 3] = ["tls.server.mode", "tls.enable", "tls.config.file"];
-
-/// Whether `key` is one of the `tls.*` keys.
-pub fn is_tls_key(key: &str) -> bool {
-    key.starts_with("tls.")
-}
 
 /// Where a value came from, for warnings.
 #[derive(Debug, Clone, Copy)]

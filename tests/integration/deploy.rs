@@ -51,8 +51,8 @@ fn the_kubernetes_configmap_is_a_valid_config_for_three_peers() {
     let s = &config.settings;
     assert_eq!((s.bind_address.as_str(), s.listen_port), ("0.0.0.0", 9876));
     assert!(s.restore_routes_on_start);
-    let peers = namesrv::config::settings::parse_addr_list(&s.namesrv_peers).unwrap();
-    assert_eq!(peers.len(), 3);
+    assert_eq!(s.namesrv_peers.error(), None);
+    assert_eq!(s.namesrv_peers.value().entries().len(), 3);
     assert_eq!(
         s.http_nsaddr_list, s.namesrv_peers,
         "one list of the cluster's nodes"

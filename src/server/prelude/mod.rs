@@ -1,5 +1,5 @@
 //! The prelude of every connection, before any frame: an optional PROXY protocol header, then
-//! the TLS decision on the next byte (`0x16` ⇒ TLS, TLS.md §4), then the TLS handshake. It
+//! the TLS decision on the next byte (`0x16` ⇒ TLS, as `NettyRemotingServer.HandshakeHandler` decides), then the TLS handshake. It
 //! turns an accepted [`TcpStream`] into a [`Transport`] (plain or TLS) and the client's address
 //! (the one a PROXY header carries, else the socket's).
 //!
@@ -36,7 +36,7 @@ use tokio::time::Instant;
 use tokio_rustls::server::TlsStream;
 
 use super::budget::Holding;
-use crate::auth::address::{AddressPattern, PatternError};
+use crate::addr::AllowList;
 use crate::config::Settings;
 use crate::log_limit::LogLimit;
 use crate::metrics::{Metrics, Prelude as Outcome};
@@ -114,35 +114,6 @@ pub enum PreludeError {
     Evicted,
 }
 
-/// The peers allowed to send a PROXY header (`proxyProtocolAllowedAddresses`): address
-/// patterns as in the auth file (`10.0.1.*`, `10.0.0.1-9`, `fe80::*`), separated by `;`.
-/// Empty: nobody.
-#[derive(Debug, Clone)]
-pub struct AllowList(Vec<AddressPattern>);
-
-impl AllowList {
-    /// Parses the key's value.
-    pub fn parse(text: &str) -> Result<AllowList, PatternError> {
-        let patterns = text
-            .split(';')
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-            .map(AddressPattern::parse)
-            .collect::<Result<_, _>>()?;
-        Ok(AllowList(patterns))
-    }
-
-    /// Whether `ip` may send a PROXY header.
-    pub fn allows(&self, ip: std::net::IpAddr) -> bool {
-        self.0.iter().any(|p| p.matches(ip))
-    }
-
-    /// Whether every peer may send a PROXY header (a `*` pattern).
-    pub fn admits_everyone(&self) -> bool {
-        self.0.iter().any(AddressPattern::is_any)
-    }
-}
-
 /// Decides, per connection, PROXY and TLS. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Prelude(Arc<Inner>);
@@ -161,7 +132,7 @@ struct Inner {
 
 impl Prelude {
     /// A prelude for `mode` with `tls` material (needed unless `disabled`), accepting PROXY
-    /// headers from peers matching `proxy_from`.
+    /// headers from peers `proxy_from` allows (`proxyProtocolAllowedAddresses`).
     pub fn new(
         mode: ServerMode,
         tls: Option<ServerTls>,
@@ -199,13 +170,11 @@ impl Prelude {
                 Some(tls)
             }
         };
-        let proxy_from = AllowList::parse(&s.proxy_protocol_allowed_addresses)
-            .expect("validated with the settings");
         Ok(Prelude::new(
             base.mode,
             tls,
-            proxy_from,
-            Duration::from_millis(s.handshake_timeout_millis as u64),
+            s.proxy_protocol_allowed_addresses.value().clone(),
+            s.handshake_timeout_millis.duration(),
         ))
     }
 

@@ -1,5 +1,5 @@
 //! The HAProxy PROXY protocol header (v1 text, v2 binary), as Java 5.3.3's Netty decoder
-//! accepts it (TLS.md §4.2): recognised by its signature at the very start of a connection,
+//! accepts it (`HAProxyMessageDecoder` in `NettyRemotingServer`): recognised by its signature at the very start of a connection,
 //! parsed by the `ppp` crate, and reduced to what the server uses — the header's length, so
 //! that exactly those bytes are consumed, and the client address it carries.
 //!

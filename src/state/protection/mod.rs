@@ -82,8 +82,10 @@ impl Policy {
             enabled: s.eviction_protection,
             threshold_percent: s.eviction_protection_threshold_percent.clamp(1, 99) as u32,
             min_brokers: s.eviction_protection_min_brokers.max(1) as usize,
-            max_hold: Duration::from_millis(s.eviction_protection_max_hold_millis.max(0) as u64),
-            history: Duration::from_millis(s.scan_not_active_broker_interval.max(0) as u64)
+            max_hold: s.eviction_protection_max_hold_millis.duration(),
+            history: s
+                .scan_not_active_broker_interval
+                .duration()
                 .saturating_mul(2)
                 .min(DEFAULT_BROKER_TIMEOUT),
         }

@@ -42,7 +42,7 @@ impl SnapshotConfig {
     /// The snapshot configuration `settings` ask for, if warm restarts are on.
     pub fn from_settings(s: &Settings) -> Option<SnapshotConfig> {
         s.restore_routes_on_start.then(|| {
-            let interval = Duration::from_millis(s.route_snapshot_interval_millis as u64);
+            let interval = s.route_snapshot_interval_millis.duration();
             SnapshotConfig::new(s.route_snapshot_file(), interval)
         })
     }

@@ -1,6 +1,7 @@
 //! Address patterns, written as in ACL 1.0's `plain_acl.yml` (`globalWhiteRemoteAddresses`,
-//! `whiteRemoteAddress`; AUTH.md §2.5), parsed once when the accounts file is loaded and then
-//! matched against a peer's IP address without allocating.
+//! `whiteRemoteAddress`; Java's `AclUtils` and `RemoteAddressStrategyFactory`), parsed once —
+//! when the accounts file or the settings are loaded — and then matched against a peer's IP
+//! address without allocating.
 //!
 //! | pattern | matches |
 //! |---|---|
