@@ -17,6 +17,7 @@
 //! reload request (SIGHUP) or a restart.
 //! Handlers never see any of this: `dispatch` calls the gate once, around its `match`.
 
+pub mod access;
 pub mod accounts;
 pub mod address;
 pub mod audit;
@@ -33,9 +34,10 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
+pub use access::Access;
 pub use accounts::LoadError;
-pub use audit::{AUDIT_TARGET, Ticket};
-pub use policy::{Admission, Reason, Refusal, RequestClass};
+pub use audit::{AUDIT_TARGET, Audit, Ticket};
+pub use policy::{Admission, Permission, Reason, Refusal};
 pub use stats::AuthStats;
 
 use crate::config::{AuthMode, Settings};
@@ -101,10 +103,10 @@ impl Gate {
             // Loaded as asked (a restart is the operator's decision), but rarely meant.
             tracing::warn!(file = %path.display(), "the accounts file has no accounts: no signed request can pass");
         }
-        let required: Vec<&str> = RequestClass::ALL
+        let required: Vec<&str> = Permission::ALL
             .into_iter()
             .filter(|&c| policy.signature_required(c))
-            .map(RequestClass::name)
+            .map(Permission::name)
             .collect();
         tracing::info!(
             mode = settings.auth_mode.name(),
@@ -130,14 +132,19 @@ impl Gate {
         self.0.as_ref().map_or(AuthMode::Off, |s| s.mode)
     }
 
-    /// Checks `req` from `peer`. `Ok` with a ticket to record once the response is known, or
-    /// (in enforce mode) the refusal the dispatcher turns into `NO_PERMISSION`. Refusals and
-    /// would-be refusals are counted and logged here.
+    /// Checks `req` from `peer`, whose code's facts are `access`. `Ok` with a ticket to
+    /// record once the response is known, or (in enforce mode) the refusal the dispatcher
+    /// turns into `NO_PERMISSION`. Refusals and would-be refusals are counted and logged here.
     #[inline]
-    pub fn admit(&self, req: &RemotingCommand, peer: SocketAddr) -> Result<Ticket, Refusal> {
+    pub fn admit(
+        &self,
+        req: &RemotingCommand,
+        peer: SocketAddr,
+        access: &Access,
+    ) -> Result<Ticket, Refusal> {
         match &self.0 {
             None => Ok(Ticket::NONE),
-            Some(shared) => shared.admit(req, peer),
+            Some(shared) => shared.admit(req, peer, access),
         }
     }
 
@@ -160,7 +167,7 @@ impl Gate {
     pub fn check_basic(
         &self,
         credentials: Option<(&str, &str)>,
-        class: RequestClass,
+        class: Permission,
         peer: IpAddr,
     ) -> Result<(), Reason> {
         let Some(shared) = &self.0 else {
@@ -197,9 +204,14 @@ impl Trigger {
 }
 
 impl Shared {
-    fn admit(&self, req: &RemotingCommand, peer: SocketAddr) -> Result<Ticket, Refusal> {
+    fn admit(
+        &self,
+        req: &RemotingCommand,
+        peer: SocketAddr,
+        access: &Access,
+    ) -> Result<Ticket, Refusal> {
         let policy = self.policy.load();
-        let refusal = match policy::decide(&policy, req, peer.ip()) {
+        let refusal = match policy::decide(&policy, req, peer.ip(), access.permission) {
             Ok(admission) => {
                 let who = match admission {
                     Admission::Open => "(unsigned)",
@@ -212,7 +224,7 @@ impl Shared {
                         access_key
                     }
                 };
-                return Ok(self.ticket(req, || (who.to_owned(), None)));
+                return Ok(self.ticket(access, || (who.to_owned(), None)));
             }
             Err(refusal) => refusal,
         };
@@ -228,7 +240,7 @@ impl Shared {
         if enforced {
             return Err(refusal);
         }
-        Ok(self.ticket(req, || {
+        Ok(self.ticket(access, || {
             let who = refusal.access_key.clone().unwrap_or_default();
             (who, Some(refusal.to_string()))
         }))
@@ -236,20 +248,16 @@ impl Shared {
 
     /// The audit ticket of a request let through: an entry (who, and what enforce would have
     /// answered) for audited admin codes while the audit budget lasts, else none.
-    fn ticket(
-        &self,
-        req: &RemotingCommand,
-        entry: impl FnOnce() -> (String, Option<String>),
-    ) -> Ticket {
-        // Every audited code is admin-class (`audit` tests it).
-        if !audit::audited(req.code) {
+    fn ticket(&self, access: &Access, entry: impl FnOnce() -> (String, Option<String>)) -> Ticket {
+        let Some(audit) = access.audit else {
             return Ticket::NONE;
-        }
+        };
         let Some(left_out) = self.audit_budget.lock().ready() else {
             return Ticket::NONE;
         };
         let (who, would_refuse) = entry();
         Ticket(Some(Box::new(AuditEntry {
+            audit,
             who,
             would_refuse,
             left_out,
