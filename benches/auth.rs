@@ -52,7 +52,10 @@ fn admit(c: &mut Criterion) {
     ] {
         let gate = gate(mode, &dir);
         g.bench_function(name, |b| {
-            b.iter(|| gate.admit(std::hint::black_box(&req), peer, &access).is_ok())
+            b.iter(|| {
+                gate.admit(std::hint::black_box(&req), peer, &access)
+                    .is_ok()
+            })
         });
     }
     g.finish();

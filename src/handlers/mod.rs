@@ -74,3 +74,6 @@ impl From<RemotingCommand> for Reply {
 
 /// The result of a handler.
 pub type HandlerResult = Result<Reply, HandlerError>;
+
+#[cfg(test)]
+mod tests;
