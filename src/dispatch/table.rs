@@ -189,7 +189,7 @@ const fn index_of<const M: usize>(rows: &[Route]) -> [u8; M] {
 use Cost::{Cpu, Disk, Listing};
 use LatencyClass as L;
 use Permission::{Admin, Broker, Read};
-use handlers::{admin, broker, kv, route, topic};
+use handlers::{broker, kv, operator, route, topic};
 
 /// The name server's rows, in the order its metric series are exposed.
 #[rustfmt::skip]
@@ -205,7 +205,7 @@ const NAMESRV_ROWS: [Route; 23] = numbered([
     Route::new(rc::GET_ROUTEINFO_BY_TOPIC, "GET_ROUTEINFO_BY_TOPIC", "get_routeinfo_by_topic", route::route, L::Route, Read),
     Route::new(rc::GET_BROKER_CLUSTER_INFO, "GET_BROKER_CLUSTER_INFO", "get_broker_cluster_info", route::cluster, L::List, Read)
         .cost(Listing),
-    Route::new(rc::WIPE_WRITE_PERM_OF_BROKER, "WIPE_WRITE_PERM_OF_BROKER", "wipe_write_perm_of_broker", admin::wipe_write_perm, L::Admin, Admin)
+    Route::new(rc::WIPE_WRITE_PERM_OF_BROKER, "WIPE_WRITE_PERM_OF_BROKER", "wipe_write_perm_of_broker", operator::wipe_write_perm, L::Admin, Admin)
         .audited(&["brokerName"]),
     Route::new(rc::GET_ALL_TOPIC_LIST_FROM_NAMESERVER, "GET_ALL_TOPIC_LIST_FROM_NAMESERVER", "get_all_topic_list_from_nameserver", topic::all, L::List, Read)
         .cost(Listing),
@@ -225,12 +225,12 @@ const NAMESRV_ROWS: [Route; 23] = numbered([
         .cost(Listing),
     Route::new(rc::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST, "GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST", "get_has_unit_sub_ununit_topic_list", topic::unit_sub_not_unit, L::List, Read)
         .cost(Listing),
-    Route::new(rc::UPDATE_NAMESRV_CONFIG, "UPDATE_NAMESRV_CONFIG", "update_namesrv_config", admin::update_config, L::Admin, Admin)
+    Route::new(rc::UPDATE_NAMESRV_CONFIG, "UPDATE_NAMESRV_CONFIG", "update_namesrv_config", operator::update_config, L::Admin, Admin)
         .cost(Disk).audited_with_config_keys().writes(Writes::Durable(Write::Config)),
-    Route::new(rc::GET_NAMESRV_CONFIG, "GET_NAMESRV_CONFIG", "get_namesrv_config", admin::get_config, L::Admin, Admin)
+    Route::new(rc::GET_NAMESRV_CONFIG, "GET_NAMESRV_CONFIG", "get_namesrv_config", operator::get_config, L::Admin, Admin)
         .audited(&[]),
     Route::new(rc::QUERY_DATA_VERSION, "QUERY_DATA_VERSION", "query_data_version", broker::query_data_version, L::Heartbeat, Broker),
-    Route::new(rc::ADD_WRITE_PERM_OF_BROKER, "ADD_WRITE_PERM_OF_BROKER", "add_write_perm_of_broker", admin::add_write_perm, L::Admin, Admin)
+    Route::new(rc::ADD_WRITE_PERM_OF_BROKER, "ADD_WRITE_PERM_OF_BROKER", "add_write_perm_of_broker", operator::add_write_perm, L::Admin, Admin)
         .audited(&["brokerName"]),
     Route::new(rc::GET_BROKER_MEMBER_GROUP, "GET_BROKER_MEMBER_GROUP", "get_broker_member_group", broker::member_group, L::List, Read),
     Route::new(rc::BROKER_HEARTBEAT, "BROKER_HEARTBEAT", "broker_heartbeat", broker::heartbeat, L::Heartbeat, Broker),

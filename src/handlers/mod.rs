@@ -3,10 +3,10 @@
 //! [`HandlerError`]; it never touches a socket. Each request's ext fields are read once, into
 //! the typed header of [`headers`].
 
-pub mod admin;
 pub mod broker;
 pub mod headers;
 pub mod kv;
+pub mod operator;
 pub mod route;
 pub mod topic;
 
