@@ -1,7 +1,7 @@
 //! The typed request headers: each request's ext fields, read once with Java's rules into
 //! the struct named after its Java `CommandCustomHeader` (`RegisterBrokerRequestHeader` …).
 //!
-//! The rules ([`Fields`]) are those of Java's `RemotingCommand#decodeCommandCustomHeader`: a
+//! The rules (`Fields`) are those of Java's `RemotingCommand#decodeCommandCustomHeader`: a
 //! required field that is absent, or a required number that does not parse, fails the request
 //! with the field's name; an optional number that does not parse is ignored, as if absent (Java
 //! logs it and keeps the header's default); a Boolean is `Boolean.parseBoolean`. Required
