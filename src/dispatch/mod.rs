@@ -92,6 +92,7 @@ pub fn serve(
     let ticket = match auth.admit(req, ctx.peer, access) {
         Ok(ticket) => ticket,
         // One-way requests are refused silently (the gate counted them).
+        Err(_) if req.is_oneway() => return Served::nothing(),
         Err(refusal) => {
             let resp = RemotingCommand::error(response::NO_PERMISSION, refusal.to_string());
             return Served::answer(req, resp);
@@ -99,11 +100,7 @@ pub fn serve(
     };
     let result = match route {
         Some(route) => run(route, ctx, req),
-        None => Ok(RemotingCommand::error(
-            response::REQUEST_CODE_NOT_SUPPORTED,
-            format!(" request type {} not supported", req.code),
-        )
-        .into()),
+        None => Ok(not_supported(req.code).into()),
     };
     let storage_failed = matches!(&result, Err(HandlerError::Storage { .. }));
     let (resp, effects) = match result {
@@ -126,6 +123,14 @@ fn go_away(ctx: &Context<'_>, req: &RemotingCommand) -> Option<Served> {
     }
     let resp = RemotingCommand::error(response::GO_AWAY, "please go away");
     Some(Served::answer(req, resp))
+}
+
+/// Java's answer to a code without a row (`NettyRemotingAbstract#processRequestCommand`).
+fn not_supported(code: i32) -> RemotingCommand {
+    RemotingCommand::error(
+        response::REQUEST_CODE_NOT_SUPPORTED,
+        format!(" request type {code} not supported"),
+    )
 }
 
 /// Runs the row's handler.
