@@ -42,6 +42,8 @@ fn admit(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
     let req = signed_route();
+    // What dispatch hands the gate: the route lookup's row facts.
+    let access = namesrv::dispatch::NAMESRV.route(105).unwrap().access;
     let mut g = c.benchmark_group("auth_admit");
     g.throughput(Throughput::Elements(1));
     for (name, mode) in [
@@ -50,7 +52,10 @@ fn admit(c: &mut Criterion) {
     ] {
         let gate = gate(mode, &dir);
         g.bench_function(name, |b| {
-            b.iter(|| gate.admit(std::hint::black_box(&req), peer).is_ok())
+            b.iter(|| {
+                gate.admit(std::hint::black_box(&req), peer, &access)
+                    .is_ok()
+            })
         });
     }
     g.finish();

@@ -29,7 +29,7 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_saphyr::Spanned;
 
-use super::policy::{Account, Policy, RequestClass};
+use super::policy::{Account, Permission, Policy};
 use crate::addr::AddressPattern;
 
 /// Why the accounts file could not be used.
@@ -156,10 +156,10 @@ pub fn parse(bytes: &[u8], path: &str) -> Result<Policy, LoadError> {
 
     let mut policy = Policy::default();
     match &doc.signature_required {
-        None => policy.signature_required[RequestClass::Admin as usize] = true,
+        None => policy.signature_required[Permission::Admin as usize] = true,
         Some(list) => {
             for name in &list.value {
-                let class = RequestClass::ALL
+                let class = Permission::ALL
                     .into_iter()
                     .find(|c| c.name() == name.value.trim())
                     .ok_or_else(|| {
@@ -235,9 +235,9 @@ fn account(doc: AccountDoc) -> Located<(Spanned<String>, Account)> {
     };
     let admin = doc.admin.unwrap_or(false);
     let mut may = [false; 3];
-    may[RequestClass::Read as usize] = admin || doc.read.unwrap_or(true);
-    may[RequestClass::Broker as usize] = admin || doc.broker.unwrap_or(false);
-    may[RequestClass::Admin as usize] = admin;
+    may[Permission::Read as usize] = admin || doc.read.unwrap_or(true);
+    may[Permission::Broker as usize] = admin || doc.broker.unwrap_or(false);
+    may[Permission::Admin as usize] = admin;
     Ok((
         access_key,
         Account {
@@ -275,9 +275,9 @@ mod tests {
         for text in ["", "# only a comment\n", "accounts:\n"] {
             let p = parse_ok(text);
             assert_eq!(p.account_count(), 0);
-            assert!(p.signature_required(RequestClass::Admin));
-            assert!(!p.signature_required(RequestClass::Read));
-            assert!(!p.signature_required(RequestClass::Broker));
+            assert!(p.signature_required(Permission::Admin));
+            assert!(!p.signature_required(Permission::Read));
+            assert!(!p.signature_required(Permission::Broker));
         }
     }
 
@@ -297,10 +297,10 @@ mod tests {
         let admin = &p.accounts["rocketmq2"];
         // A YAML number is read as its text.
         assert_eq!(admin.secret_key, "12345678");
-        assert!(RequestClass::ALL.iter().all(|&c| admin.may(c)));
+        assert!(Permission::ALL.iter().all(|&c| admin.may(c)));
         let user = &p.accounts["RocketMQ"];
-        assert!(user.may(RequestClass::Read));
-        assert!(!user.may(RequestClass::Broker) && !user.may(RequestClass::Admin));
+        assert!(user.may(Permission::Read));
+        assert!(!user.may(Permission::Broker) && !user.may(Permission::Admin));
         assert!(user.white_remote_address.is_none());
         let ip: IpAddr = "192.168.0.7".parse().unwrap();
         assert!(
@@ -316,11 +316,11 @@ mod tests {
             "signatureRequired: [read, broker, admin]\naccounts:\n\
              \x20 - {accessKey: brokers1, secretKey: secret12, broker: true, read: false}\n",
         );
-        assert!(RequestClass::ALL.iter().all(|&c| p.signature_required(c)));
+        assert!(Permission::ALL.iter().all(|&c| p.signature_required(c)));
         let a = &p.accounts["brokers1"];
         assert_eq!(a.may, [false, true, false]);
         let p = parse_ok("signatureRequired: []\n");
-        assert!(!RequestClass::ALL.iter().any(|&c| p.signature_required(c)));
+        assert!(!Permission::ALL.iter().any(|&c| p.signature_required(c)));
     }
 
     #[test]
@@ -369,10 +369,10 @@ mod tests {
         let text = include_str!("../../conf/namesrv_acl.yml");
         let p = parse_ok(text);
         assert_eq!(p.account_count(), 3);
-        assert!(p.signature_required(RequestClass::Admin));
-        assert!(!p.signature_required(RequestClass::Read));
+        assert!(p.signature_required(Permission::Admin));
+        assert!(!p.signature_required(Permission::Read));
         assert!(p.global_white_remote_addresses.is_empty());
-        assert!(p.accounts["rocketmq-broker"].may(RequestClass::Broker));
+        assert!(p.accounts["rocketmq-broker"].may(Permission::Broker));
         assert!(p.accounts["rocketmq2"].white_remote_address.is_some());
     }
 

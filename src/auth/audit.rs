@@ -5,9 +5,10 @@
 //! many were left out, so that a flood of requests cannot flood the log.
 //!
 //! An audit line says who (access key, or how an unsigned request got in), from where, which
-//! request and a few of its fields — only those [`loggable`] names for its code, each cut
-//! short and escaped, the whole at most [`FIELDS_MAX`] bytes; for UPDATE_NAMESRV_CONFIG the
-//! names of the keys it sets — and the response code. Never a secret, a KV value or the body.
+//! request and a few of its fields — only those its code's [`Audit`] names, each cut short
+//! and escaped, the whole at most [`FIELDS_MAX`] bytes; for UPDATE_NAMESRV_CONFIG the names
+//! of the keys it sets — and the response code. Never a secret, a KV value or the body. Which
+//! codes are audited, and with which fields, is each request table row's [`Audit`].
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -16,7 +17,6 @@ use std::time::Duration;
 use super::policy::{Refusal, echo_within};
 use crate::log_limit::LogLimit;
 use crate::protocol::RemotingCommand;
-use crate::protocol::code::request as rc;
 
 /// The `tracing` target of audit lines.
 pub const AUDIT_TARGET: &str = "namesrv::audit";
@@ -34,6 +34,20 @@ const VALUE_MAX: usize = 48;
 /// Most config key names of an UPDATE_NAMESRV_CONFIG line.
 const KEYS_MAX: usize = 8;
 
+/// How a request code is audited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Audit {
+    /// The `request` value of its lines: the name of Java's `RequestCode` constant.
+    pub request: &'static str,
+    /// The ext fields a line may show: those that say what the request acts on. An
+    /// allow-list, so that a value (PUT_KV_CONFIG's `value`, a field a client adds) never
+    /// reaches a log line.
+    pub fields: &'static [&'static str],
+    /// Whether the line also names the configuration keys the body sets
+    /// (UPDATE_NAMESRV_CONFIG).
+    pub config_keys: bool,
+}
+
 /// Issued when a request is let through; for admin requests it carries what the audit line
 /// needs once the response is known.
 #[derive(Debug)]
@@ -42,6 +56,8 @@ pub struct Ticket(pub(super) Option<Box<AuditEntry>>);
 
 #[derive(Debug)]
 pub(super) struct AuditEntry {
+    /// How the request's code is audited.
+    pub(super) audit: Audit,
     /// Access key, or how the request got in without one.
     pub(super) who: String,
     /// In audit mode, the refusal enforce mode would have given.
@@ -60,14 +76,14 @@ impl Ticket {
         let Some(entry) = self.0 else {
             return;
         };
-        let fields = key_fields(req);
+        let fields = key_fields(&entry.audit, req);
         let response = response.map_or_else(|| "none (one-way)".to_owned(), |c| c.to_string());
         tracing::info!(
             target: AUDIT_TARGET,
             peer = %peer.ip(),
             access_key = %entry.who,
             code = req.code,
-            request = code_name(req.code),
+            request = entry.audit.request,
             fields = %fields,
             response = %response,
             // Only in audit mode: what enforce would have answered.
@@ -77,13 +93,6 @@ impl Ticket {
             "admin request"
         );
     }
-}
-
-/// Whether a request of `code` gets an audit line: admin codes the server serves. Other codes
-/// are refused (or, in audit mode, counted and warned about) but never audited: they change
-/// nothing, and echoing them would let anyone write to the audit log.
-pub(super) fn audited(code: i32) -> bool {
-    code_name(code) != "other"
 }
 
 /// The window audit lines and refusal warnings are counted in.
@@ -118,24 +127,12 @@ impl RefusalLog {
     }
 }
 
-/// The ext fields an audit line may show for `code`: those that say what the request acts
-/// on. An allow-list, so that a value (PUT_KV_CONFIG's `value`, a field a client adds) never
-/// reaches a log line.
-pub(super) fn loggable(code: i32) -> &'static [&'static str] {
-    match code {
-        rc::PUT_KV_CONFIG | rc::DELETE_KV_CONFIG => &["key", "namespace"],
-        rc::WIPE_WRITE_PERM_OF_BROKER | rc::ADD_WRITE_PERM_OF_BROKER => &["brokerName"],
-        rc::DELETE_TOPIC_IN_NAMESRV => &["clusterName", "topic"],
-        _ => &[],
-    }
-}
-
-/// The [`loggable`] fields of the request, sorted, each value cut short, escaped and quoted;
-/// for UPDATE_NAMESRV_CONFIG also (the first few of) the keys its body sets. At most
+/// The request's fields `audit` allows, sorted, each value cut short, escaped and quoted;
+/// with [`Audit::config_keys`] also (the first few of) the keys its body sets. At most
 /// [`FIELDS_MAX`] bytes.
-fn key_fields(req: &RemotingCommand) -> String {
+fn key_fields(audit: &Audit, req: &RemotingCommand) -> String {
     let mut out = String::new();
-    let allowed = loggable(req.code);
+    let allowed = audit.fields;
     let mut fields: Vec<(&str, &str)> = req
         .ext_fields
         .iter()
@@ -147,7 +144,7 @@ fn key_fields(req: &RemotingCommand) -> String {
         let sep = if out.is_empty() { "" } else { " " };
         let _ = write!(out, "{sep}{k}={}", quoted(v));
     }
-    if req.code == rc::UPDATE_NAMESRV_CONFIG {
+    if audit.config_keys {
         let text = String::from_utf8_lossy(req.body_bytes());
         let keys: Vec<String> = crate::config::properties::parse(&text)
             .map(|props| props.into_iter().map(|(k, _)| k).collect())
@@ -196,36 +193,29 @@ fn cut(mut text: String, max: usize) -> String {
     text
 }
 
-/// Names of the codes that reach the audit log.
-fn code_name(code: i32) -> &'static str {
-    match code {
-        rc::PUT_KV_CONFIG => "PUT_KV_CONFIG",
-        rc::DELETE_KV_CONFIG => "DELETE_KV_CONFIG",
-        rc::WIPE_WRITE_PERM_OF_BROKER => "WIPE_WRITE_PERM_OF_BROKER",
-        rc::DELETE_TOPIC_IN_NAMESRV => "DELETE_TOPIC_IN_NAMESRV",
-        rc::UPDATE_NAMESRV_CONFIG => "UPDATE_NAMESRV_CONFIG",
-        rc::GET_NAMESRV_CONFIG => "GET_NAMESRV_CONFIG",
-        rc::ADD_WRITE_PERM_OF_BROKER => "ADD_WRITE_PERM_OF_BROKER",
-        _ => "other",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use tokio::time::Instant;
 
     use super::*;
     use crate::protocol::ExtFields;
+    use crate::protocol::code::request as rc;
 
-    #[test]
-    fn only_admin_requests_are_audited() {
-        for code in 0..2_000 {
-            if audited(code) {
-                let class = crate::auth::RequestClass::of(code);
-                assert_eq!(class, crate::auth::RequestClass::Admin, "{code}");
-            }
-        }
-    }
+    const KV: Audit = Audit {
+        request: "PUT_KV_CONFIG",
+        fields: &["key", "namespace"],
+        config_keys: false,
+    };
+    const CONFIG: Audit = Audit {
+        request: "UPDATE_NAMESRV_CONFIG",
+        fields: &[],
+        config_keys: true,
+    };
+    const TOPIC: Audit = Audit {
+        request: "DELETE_TOPIC_IN_NAMESRV",
+        fields: &["clusterName", "topic"],
+        config_keys: false,
+    };
 
     #[test]
     fn refusal_warnings_are_limited_per_window() {
@@ -251,7 +241,7 @@ mod tests {
         ];
         pairs.extend((0..1000).map(|i| (format!("f{i}\n"), "x".repeat(200))));
         req.ext_fields = Some(ExtFields::from_pairs(pairs));
-        let line = key_fields(&req);
+        let line = key_fields(&KV, &req);
         assert!(!line.contains("kv-secret-value"), "{line}");
         assert!(!line.contains("value"), "{line}");
         assert!(!line.chars().any(char::is_control), "{line:?}");
@@ -263,7 +253,7 @@ mod tests {
         let mut req = RemotingCommand::request(rc::UPDATE_NAMESRV_CONFIG, 1);
         let body: String = (0..500).map(|i| format!("key{i}\u{1b}[2J=1\n")).collect();
         req = req.with_body(body.into_bytes());
-        let line = key_fields(&req);
+        let line = key_fields(&CONFIG, &req);
         assert!(line.len() <= 300, "{} bytes: {line}", line.len());
         assert!(!line.chars().any(char::is_control), "{line:?}");
     }
@@ -279,14 +269,17 @@ mod tests {
             ("Signature", "sig"),
             ("SecurityToken", "tok"),
         ]));
-        assert_eq!(key_fields(&req), r#"key="k" namespace="ns""#);
+        assert_eq!(key_fields(&KV, &req), r#"key="k" namespace="ns""#);
         let mut req = RemotingCommand::request(rc::UPDATE_NAMESRV_CONFIG, 1)
             .with_body(&b"orderMessageEnable=true\nsecretish=1234\n"[..]);
         req.ext_fields = Some(ExtFields::from_iter([("AccessKey", "rocketmq2")]));
-        assert_eq!(key_fields(&req), "keys=[orderMessageEnable,secretish]");
+        assert_eq!(
+            key_fields(&CONFIG, &req),
+            "keys=[orderMessageEnable,secretish]"
+        );
         let long = "x".repeat(500);
         req.ext_fields = Some(ExtFields::from_iter([("topic", long.as_str())]));
         req.code = rc::DELETE_TOPIC_IN_NAMESRV;
-        assert!(key_fields(&req).len() < 100);
+        assert!(key_fields(&TOPIC, &req).len() < 100);
     }
 }

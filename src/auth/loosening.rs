@@ -7,7 +7,7 @@
 //! Changes that only tighten (a rotated secret, an added or removed account, a narrower
 //! permission) apply as soon as the file settles.
 
-use super::policy::{Policy, RequestClass};
+use super::policy::{Permission, Policy};
 
 /// The changes from `old` to `new` that loosen the policy, described for the log (access
 /// keys and patterns, never a secret). Empty when `new` only tightens or changes nothing.
@@ -16,7 +16,7 @@ pub(super) fn between(old: &Policy, new: &Policy) -> Vec<String> {
     if new.accounts.is_empty() && !old.accounts.is_empty() {
         found.push("the file has no accounts (emptied, or cut short)".to_owned());
     }
-    for class in RequestClass::ALL {
+    for class in Permission::ALL {
         if old.signature_required(class) && !new.signature_required(class) {
             found.push(format!("signatureRequired drops {}", class.name()));
         }
@@ -35,7 +35,7 @@ pub(super) fn between(old: &Policy, new: &Policy) -> Vec<String> {
         let (Some(before), after) = (old.accounts.get(key), &new.accounts[key]) else {
             continue;
         };
-        for class in RequestClass::ALL {
+        for class in Permission::ALL {
             if after.may(class) && !before.may(class) {
                 found.push(format!("account {key:?} gains {}", class.name()));
             }

@@ -2,11 +2,11 @@
 //! (AUTH.md). The Java name server checks nothing; with `authMode=off` (the default) neither do
 //! we, at the cost of one branch.
 //!
-//! With `audit` or `enforce`, [`Gate::admit`] classifies the request (read, broker, admin),
-//! and for the classes the accounts file requires a signature for, verifies the
-//! `AccessKey`/`Signature` ext fields that RocketMQ's `AclClientRPCHook` adds
-//! ([`crate::protocol::signature`]) against the account's secret key, its address allow-list
-//! and its permissions ([`policy`]). `enforce` refuses what fails (the dispatcher answers
+//! With `audit` or `enforce`, [`Gate::admit`] is handed the request's [`Access`] (its class —
+//! read, broker, admin — and audit fields, from its request table row), and for the classes
+//! the accounts file requires a signature for, verifies the `AccessKey`/`Signature` ext fields
+//! that RocketMQ's `AclClientRPCHook` adds ([`crate::protocol::signature`]) against the
+//! account's secret key, its address allow-list and its permissions ([`policy`]). `enforce` refuses what fails (the dispatcher answers
 //! `NO_PERMISSION`); `audit` lets it through and logs what would have been refused. Admin
 //! requests of the codes the server serves that are let through get an audit line
 //! ([`audit`]), within a budget of lines per window.
@@ -15,8 +15,9 @@
 //! requested ([`watch`]); a file that does not load leaves the previous accounts in force, and
 //! so, on a file change, does one that would loosen the policy ([`loosening`]): that takes a
 //! reload request (SIGHUP) or a restart.
-//! Handlers never see any of this: `dispatch` calls the gate once, around its `match`.
+//! Handlers never see any of this: `dispatch` calls the gate once, before the handler.
 
+pub mod access;
 pub mod accounts;
 pub mod audit;
 mod loosening;
@@ -32,9 +33,10 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
+pub use access::Access;
 pub use accounts::LoadError;
-pub use audit::{AUDIT_TARGET, Ticket};
-pub use policy::{Admission, Reason, Refusal, RequestClass};
+pub use audit::{AUDIT_TARGET, Audit, Ticket};
+pub use policy::{Admission, Permission, Reason, Refusal};
 pub use stats::AuthStats;
 
 use crate::config::{AuthMode, Settings};
@@ -100,10 +102,10 @@ impl Gate {
             // Loaded as asked (a restart is the operator's decision), but rarely meant.
             tracing::warn!(file = %path.display(), "the accounts file has no accounts: no signed request can pass");
         }
-        let required: Vec<&str> = RequestClass::ALL
+        let required: Vec<&str> = Permission::ALL
             .into_iter()
             .filter(|&c| policy.signature_required(c))
-            .map(RequestClass::name)
+            .map(Permission::name)
             .collect();
         tracing::info!(
             mode = settings.auth_mode.name(),
@@ -129,14 +131,19 @@ impl Gate {
         self.0.as_ref().map_or(AuthMode::Off, |s| s.mode)
     }
 
-    /// Checks `req` from `peer`. `Ok` with a ticket to record once the response is known, or
-    /// (in enforce mode) the refusal the dispatcher turns into `NO_PERMISSION`. Refusals and
-    /// would-be refusals are counted and logged here.
+    /// Checks `req` from `peer`, whose code's facts are `access`. `Ok` with a ticket to
+    /// record once the response is known, or (in enforce mode) the refusal the dispatcher
+    /// turns into `NO_PERMISSION`. Refusals and would-be refusals are counted and logged here.
     #[inline]
-    pub fn admit(&self, req: &RemotingCommand, peer: SocketAddr) -> Result<Ticket, Refusal> {
+    pub fn admit(
+        &self,
+        req: &RemotingCommand,
+        peer: SocketAddr,
+        access: &Access,
+    ) -> Result<Ticket, Refusal> {
         match &self.0 {
             None => Ok(Ticket::NONE),
-            Some(shared) => shared.admit(req, peer),
+            Some(shared) => shared.admit(req, peer, access),
         }
     }
 
@@ -159,7 +166,7 @@ impl Gate {
     pub fn check_basic(
         &self,
         credentials: Option<(&str, &str)>,
-        class: RequestClass,
+        class: Permission,
         peer: IpAddr,
     ) -> Result<(), Reason> {
         let Some(shared) = &self.0 else {
@@ -196,9 +203,14 @@ impl Trigger {
 }
 
 impl Shared {
-    fn admit(&self, req: &RemotingCommand, peer: SocketAddr) -> Result<Ticket, Refusal> {
+    fn admit(
+        &self,
+        req: &RemotingCommand,
+        peer: SocketAddr,
+        access: &Access,
+    ) -> Result<Ticket, Refusal> {
         let policy = self.policy.load();
-        let refusal = match policy::decide(&policy, req, peer.ip()) {
+        let refusal = match policy::decide(&policy, req, peer.ip(), access.permission) {
             Ok(admission) => {
                 let who = match admission {
                     Admission::Open => "(unsigned)",
@@ -211,7 +223,7 @@ impl Shared {
                         access_key
                     }
                 };
-                return Ok(self.ticket(req, || (who.to_owned(), None)));
+                return Ok(self.ticket(access, || (who.to_owned(), None)));
             }
             Err(refusal) => refusal,
         };
@@ -227,7 +239,7 @@ impl Shared {
         if enforced {
             return Err(refusal);
         }
-        Ok(self.ticket(req, || {
+        Ok(self.ticket(access, || {
             let who = refusal.access_key.clone().unwrap_or_default();
             (who, Some(refusal.to_string()))
         }))
@@ -235,20 +247,16 @@ impl Shared {
 
     /// The audit ticket of a request let through: an entry (who, and what enforce would have
     /// answered) for audited admin codes while the audit budget lasts, else none.
-    fn ticket(
-        &self,
-        req: &RemotingCommand,
-        entry: impl FnOnce() -> (String, Option<String>),
-    ) -> Ticket {
-        // Every audited code is admin-class (`audit` tests it).
-        if !audit::audited(req.code) {
+    fn ticket(&self, access: &Access, entry: impl FnOnce() -> (String, Option<String>)) -> Ticket {
+        let Some(audit) = access.audit else {
             return Ticket::NONE;
-        }
+        };
         let Some(left_out) = self.audit_budget.lock().ready() else {
             return Ticket::NONE;
         };
         let (who, would_refuse) = entry();
         Ticket(Some(Box::new(AuditEntry {
+            audit,
             who,
             would_refuse,
             left_out,

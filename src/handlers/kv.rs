@@ -1,7 +1,9 @@
-//! PUT_KV_CONFIG, GET_KV_CONFIG, DELETE_KV_CONFIG and GET_KVLIST_BY_NAMESPACE
-//! (NAMESRV.md §2.1–2.4).
+//! PUT_KV_CONFIG, GET_KV_CONFIG, DELETE_KV_CONFIG and GET_KVLIST_BY_NAMESPACE (Java's
+//! `DefaultRequestProcessor`: `putKVConfig`, `getKVConfig`, `deleteKVConfig`,
+//! `getKVListByNamespace`).
 
-use super::{Context, Fields, HandlerResult};
+use super::headers::{KvConfigHeader, NamespaceHeader, PutKvConfigHeader};
+use super::{Context, HandlerResult};
 use crate::error::HandlerError;
 use crate::kv::KvError;
 use crate::protocol::code::response;
@@ -20,7 +22,8 @@ fn failed(e: KvError, namespace: &str, key: &str) -> HandlerResult {
             Ok(RemotingCommand::error(
                 response::SYSTEM_ERROR,
                 format!("KV config {namespace}/{key} not stored: {refused}"),
-            ))
+            )
+            .into())
         }
     }
 }
@@ -28,29 +31,29 @@ fn failed(e: KvError, namespace: &str, key: &str) -> HandlerResult {
 /// PUT_KV_CONFIG: acknowledged only once the change is on disk. Logs the value's size, never
 /// the value, at any level: values are often secrets (passwords, tokens in configs), and log
 /// files are read by more people than the KV store.
-pub fn put(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
-    let f = Fields(req);
-    let (Some(namespace), Some(key)) = (f.optional("namespace"), f.optional("key")) else {
-        return Ok(RemotingCommand::error(
-            response::SYSTEM_ERROR,
-            "namespace or key is null",
-        ));
+pub fn put(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
+    let Some(PutKvConfigHeader {
+        namespace,
+        key,
+        value,
+    }) = PutKvConfigHeader::from_ext(req)?
+    else {
+        return Ok(
+            RemotingCommand::error(response::SYSTEM_ERROR, "namespace or key is null").into(),
+        );
     };
-    let value = f.required("value")?;
     if let Err(e) = ctx.state.kv().put(namespace, key, value) {
         return failed(e, namespace, key);
     }
     tracing::info!(namespace, key, value_bytes = value.len(), "KV config put");
-    Ok(RemotingCommand::success())
+    Ok(RemotingCommand::success().into())
 }
 
 /// GET_KV_CONFIG.
-pub fn get(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
-    let f = Fields(req);
-    let namespace = f.required("namespace")?;
-    let key = f.required("key")?;
+pub fn get(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
+    let KvConfigHeader { namespace, key } = KvConfigHeader::from_ext(req)?;
     let mut fields = ExtFields::new();
-    Ok(match ctx.state.kv().get(namespace, key) {
+    let response = match ctx.state.kv().get(namespace, key) {
         Some(value) => {
             fields.insert("value", value);
             RemotingCommand::success().with_ext_fields(fields)
@@ -60,29 +63,29 @@ pub fn get(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
             format!("No config item, Namespace: {namespace} Key: {key}"),
         )
         .with_ext_fields(fields),
-    })
+    };
+    Ok(response.into())
 }
 
 /// DELETE_KV_CONFIG: always succeeds unless the write fails.
-pub fn delete(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
-    let f = Fields(req);
-    let namespace = f.required("namespace")?;
-    let key = f.required("key")?;
+pub fn delete(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
+    let KvConfigHeader { namespace, key } = KvConfigHeader::from_ext(req)?;
     if let Err(e) = ctx.state.kv().delete(namespace, key) {
         return failed(e, namespace, key);
     }
     tracing::info!(namespace, key, "KV config deleted");
-    Ok(RemotingCommand::success())
+    Ok(RemotingCommand::success().into())
 }
 
 /// GET_KVLIST_BY_NAMESPACE.
-pub fn list(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
-    let namespace = Fields(req).required("namespace")?;
-    Ok(match ctx.state.kv().list(namespace) {
+pub fn list(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
+    let NamespaceHeader { namespace } = NamespaceHeader::from_ext(req)?;
+    let response = match ctx.state.kv().list(namespace) {
         Some(body) => RemotingCommand::success().with_body(body),
         None => RemotingCommand::error(
             response::QUERY_NOT_FOUND,
             format!("No config item, Namespace: {namespace}"),
         ),
-    })
+    };
+    Ok(response.into())
 }

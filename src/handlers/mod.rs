@@ -1,9 +1,12 @@
 //! Request handlers, one file per domain. A handler takes the request and a [`Context`] and
-//! returns the response (or a [`HandlerError`]); it never touches a socket.
+//! returns a [`Reply`] — the response and what serving it did to the connection — or a
+//! [`HandlerError`]; it never touches a socket. Each request's ext fields are read once, into
+//! the typed header of [`headers`].
 
-pub mod admin;
 pub mod broker;
+pub mod headers;
 pub mod kv;
+pub mod operator;
 pub mod route;
 pub mod topic;
 
@@ -16,7 +19,7 @@ use crate::metrics::Registration;
 use crate::protocol::RemotingCommand;
 use crate::state::{ConnId, Namesrv};
 
-/// What a handler knows besides the request.
+/// What a handler knows besides the request: inputs only, what it did is in its [`Reply`].
 pub struct Context<'a> {
     /// The shared state.
     pub state: &'a Namesrv,
@@ -26,12 +29,6 @@ pub struct Context<'a> {
     pub peer: SocketAddr,
     /// The time the request is handled at (tokio's clock).
     pub now: Instant,
-    /// Set when the request registered a broker on this connection, so that closing the
-    /// connection unregisters it.
-    pub registered_broker: bool,
-    /// Set by a successful REGISTER_BROKER: whether the body was applied or recognised as
-    /// unchanged (for the metrics the dispatcher records).
-    pub registration: Option<Registration>,
 }
 
 impl<'a> Context<'a> {
@@ -42,68 +39,41 @@ impl<'a> Context<'a> {
             conn,
             peer,
             now,
-            registered_broker: false,
-            registration: None,
+        }
+    }
+}
+
+/// What serving a request did besides answering it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Effects {
+    /// A broker was registered on (or, restored from a snapshot, adopted by) the request's
+    /// connection, so that closing the connection unregisters it.
+    pub registered_broker: bool,
+    /// How a successful REGISTER_BROKER was applied (for the metrics the dispatcher records).
+    pub registration: Option<Registration>,
+}
+
+/// A handler's answer: the response, and its [`Effects`].
+#[derive(Debug)]
+pub struct Reply {
+    /// The response (the dispatcher sets its opaque).
+    pub response: RemotingCommand,
+    /// What serving the request did.
+    pub effects: Effects,
+}
+
+impl From<RemotingCommand> for Reply {
+    /// A reply that changed nothing on the connection.
+    fn from(response: RemotingCommand) -> Reply {
+        Reply {
+            response,
+            effects: Effects::default(),
         }
     }
 }
 
 /// The result of a handler.
-pub type HandlerResult = Result<RemotingCommand, HandlerError>;
+pub type HandlerResult = Result<Reply, HandlerError>;
 
-/// Typed access to a request's ext fields, with Java's parsing rules.
-pub(crate) struct Fields<'a>(pub &'a RemotingCommand);
-
-impl<'a> Fields<'a> {
-    /// A field that must be present.
-    pub fn required(&self, name: &'static str) -> Result<&'a str, HandlerError> {
-        self.0.ext(name).ok_or(HandlerError::MissingField(name))
-    }
-
-    /// A field that may be absent.
-    pub fn optional(&self, name: &str) -> Option<&'a str> {
-        self.0.ext(name)
-    }
-
-    fn parse<T: std::str::FromStr>(name: &'static str, value: &str) -> Result<T, HandlerError> {
-        value.parse::<T>().map_err(|_| HandlerError::InvalidField {
-            field: name,
-            value: value.to_owned(),
-        })
-    }
-
-    /// A required `Long` field.
-    pub fn required_i64(&self, name: &'static str) -> Result<i64, HandlerError> {
-        Self::parse(name, self.required(name)?)
-    }
-
-    /// An optional `Long` field. As in Java, a value that does not parse is ignored, as if
-    /// absent (Java logs it and keeps the header's default).
-    pub fn optional_i64(&self, name: &'static str) -> Option<i64> {
-        self.optional_number(name)
-    }
-
-    /// An optional `Integer` field, read like [`Fields::optional_i64`].
-    pub fn optional_i32(&self, name: &'static str) -> Option<i32> {
-        self.optional_number(name)
-    }
-
-    fn optional_number<T: std::str::FromStr>(&self, name: &'static str) -> Option<T> {
-        let value = self.optional(name)?;
-        let parsed = Self::parse(name, value);
-        if parsed.is_err() {
-            tracing::debug!(
-                field = name,
-                value,
-                "ignoring an optional field that does not parse"
-            );
-        }
-        parsed.ok()
-    }
-
-    /// An optional `Boolean` field, read as Java's `Boolean.parseBoolean` (only a
-    /// case-insensitive `true` is true).
-    pub fn optional_bool(&self, name: &str) -> Option<bool> {
-        self.optional(name).map(|v| v.eq_ignore_ascii_case("true"))
-    }
-}
+#[cfg(test)]
+mod tests;

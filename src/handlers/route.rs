@@ -1,8 +1,10 @@
-//! GET_ROUTEINFO_BY_TOPIC and GET_BROKER_CLUSTER_INFO (NAMESRV.md §2.9, §2.20).
+//! GET_ROUTEINFO_BY_TOPIC and GET_BROKER_CLUSTER_INFO (Java's `ClientRequestProcessor` and
+//! `DefaultRequestProcessor#getBrokerClusterInfo`).
 
 use bytes::Bytes;
 
-use super::{Context, Fields, HandlerResult};
+use super::headers::GetRouteInfoHeader;
+use super::{Context, HandlerResult};
 use crate::config::Settings;
 use crate::kv::ORDER_TOPIC_CONFIG;
 use crate::protocol::RemotingCommand;
@@ -12,13 +14,10 @@ use crate::protocol::json::JsonStyle;
 use crate::state::Namesrv;
 use crate::state::route_table::query::RouteQuery;
 
-const ZONE_MODE: &str = "__ZONE_MODE";
-const ZONE_NAME: &str = "__ZONE_NAME";
-
 /// GET_ROUTEINFO_BY_TOPIC.
-pub fn route(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
-    let f = Fields(req);
-    let topic = f.required("topic")?;
+pub fn route(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
+    let header = GetRouteInfoHeader::from_ext(req)?;
+    let topic = header.topic;
     let (wait, options) = {
         let config = ctx.state.config();
         let s = &config.settings;
@@ -28,23 +27,18 @@ pub fn route(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
         && ctx.now.duration_since(ctx.state.started()) < wait
     {
         tracing::warn!(topic, "name server not ready");
-        return Ok(RemotingCommand::error(
-            response::SYSTEM_ERROR,
-            "name server not ready",
-        ));
+        return Ok(RemotingCommand::error(response::SYSTEM_ERROR, "name server not ready").into());
     }
-    let standard =
-        req.version >= version::V4_9_4 || f.optional_bool("acceptStandardJsonOnly") == Some(true);
-    let zone = (f.optional_bool(ZONE_MODE) == Some(true))
-        .then(|| req.ext(ZONE_NAME))
-        .flatten()
-        .filter(|z| !crate::java_str::is_blank(z));
+    let standard = req.version >= version::V4_9_4 || header.accept_standard_json_only;
+    let zone = header
+        .zone_name
+        .filter(|z| header.zone_mode && !crate::java_str::is_blank(z));
     let style = if standard {
         JsonStyle::Standard
     } else {
         JsonStyle::Legacy
     };
-    Ok(match lookup(ctx.state, topic, style, zone, options) {
+    let response = match lookup(ctx.state, topic, style, zone, options) {
         Some(body) => RemotingCommand::success().with_body(body),
         None => RemotingCommand::error(
             response::TOPIC_NOT_EXIST,
@@ -52,7 +46,8 @@ pub fn route(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
                 "No topic route info in name server for the topic: {topic}\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
             ),
         ),
-    })
+    };
+    Ok(response.into())
 }
 
 /// The live settings a route depends on.
@@ -103,7 +98,7 @@ pub fn lookup(
 }
 
 /// GET_BROKER_CLUSTER_INFO: always the legacy writer, as Java.
-pub fn cluster(ctx: &mut Context<'_>, _req: &RemotingCommand) -> HandlerResult {
+pub fn cluster(ctx: &Context<'_>, _req: &RemotingCommand) -> HandlerResult {
     let snapshot = ctx.state.routes().cluster_snapshot();
     let clusters = snapshot
         .clusters
@@ -111,5 +106,5 @@ pub fn cluster(ctx: &mut Context<'_>, _req: &RemotingCommand) -> HandlerResult {
         .map(|(c, names)| (&**c, names.iter().map(|n| &**n).collect()))
         .collect();
     let body = cluster_info(snapshot.brokers.iter().collect(), clusters);
-    Ok(RemotingCommand::success().with_body(body))
+    Ok(RemotingCommand::success().with_body(body).into())
 }

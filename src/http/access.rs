@@ -22,7 +22,7 @@ use tokio::time::Instant;
 
 use super::{App, Peer};
 use crate::auth::policy::echo;
-use crate::auth::{Reason, RequestClass};
+use crate::auth::{Permission, Reason};
 use crate::config::AuthMode;
 
 /// At most one refusal line per this interval (with the number left out since the last).
@@ -45,7 +45,7 @@ pub(super) async fn require_admin(
     }
     let credentials = basic_credentials(request.headers().get(header::AUTHORIZATION));
     let presented = credentials.as_ref().map(|(u, p)| (u.as_str(), p.as_str()));
-    match app.auth.check_basic(presented, RequestClass::Admin, ip) {
+    match app.auth.check_basic(presented, Permission::Admin, ip) {
         Ok(()) => {
             app.failures.succeeded(ip);
             next.run(request).await

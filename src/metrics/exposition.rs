@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use super::histogram::HistogramSnapshot;
 use super::process::ProcessStats;
 use super::{
-    Eviction, MAX_CLUSTER_SERIES, Metrics, Prelude, Refusal, Registration, RequestClass,
+    Eviction, LatencyClass, MAX_CLUSTER_SERIES, Metrics, Prelude, Refusal, Registration,
     WriteStats, codes,
 };
 use crate::auth::{AuthStats, Gate, Reason};
@@ -121,17 +121,20 @@ fn encode_requests(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> Result {
     for (req, row) in m.requests.iter().enumerate() {
         for (resp, count) in row.iter().enumerate() {
             let count = super::read(count);
-            // Only pairs that occurred: most of the fixed table never does.
-            if count > 0 {
+            // Only pairs that occurred: most of the fixed table never does. A slot's label is
+            // noted before its first count.
+            if count > 0
+                && let Some(label) = m.request_label(req)
+            {
                 let labels = [
-                    ("request_code", codes::request_name(req)),
+                    ("request_code", label),
                     ("response_code", codes::response_name(resp)),
                 ];
                 ConstCounter::new(count).encode(family.encode_family(&labels)?)?;
             }
         }
     }
-    let latency: Vec<_> = RequestClass::ALL
+    let latency: Vec<_> = LatencyClass::ALL
         .iter()
         .map(|&c| (Some(("class", c.name())), m.latency[c as usize].snapshot()))
         .collect();

@@ -19,6 +19,7 @@ pub mod histogram;
 mod process;
 
 use std::collections::BTreeSet;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -26,7 +27,7 @@ use parking_lot::Mutex;
 
 use crate::protocol::body::Name;
 
-pub use codes::RequestClass;
+pub use codes::{LatencyClass, RequestSeries};
 pub use exposition::{CONTENT_TYPE, render};
 pub use histogram::Histogram;
 
@@ -175,8 +176,11 @@ struct WriteStats {
 pub struct Metrics {
     /// Requests by request slot and response slot (see [`codes`]).
     requests: [[AtomicU64; codes::RESPONSE_SLOTS]; codes::REQUEST_SLOTS],
-    /// Request latency by [`RequestClass`], in `RequestClass::ALL` order.
-    latency: [Histogram; RequestClass::ALL.len()],
+    /// The `request_code` label of each request slot, noted when the slot is first counted:
+    /// the request tables, not the metrics, know which codes exist.
+    request_labels: [OnceLock<&'static str>; codes::REQUEST_SLOTS],
+    /// Request latency by [`LatencyClass`], in `LatencyClass::ALL` order.
+    latency: [Histogram; LatencyClass::ALL.len()],
     received_bytes: AtomicU64,
     sent_bytes: AtomicU64,
     connections_open: AtomicI64,
@@ -200,6 +204,7 @@ impl Default for Metrics {
     fn default() -> Self {
         Metrics {
             requests: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+            request_labels: std::array::from_fn(|_| OnceLock::new()),
             latency: Default::default(),
             received_bytes: AtomicU64::new(0),
             sent_bytes: AtomicU64::new(0),
@@ -225,12 +230,20 @@ fn read(counter: &AtomicU64) -> u64 {
 }
 
 impl Metrics {
-    /// A request was answered with `response_code` after `elapsed`.
-    pub fn request(&self, request_code: i32, response_code: i32, elapsed: Duration) {
-        let req = codes::request_slot(request_code);
-        add(&self.requests[req][codes::response_slot(response_code)], 1);
-        let class = codes::request_class(req) as usize;
-        self.latency[class].observe(elapsed);
+    /// A request of `series` was answered with `response_code` after `elapsed`.
+    pub fn request(&self, series: RequestSeries, response_code: i32, elapsed: Duration) {
+        let slot = usize::from(series.slot).min(codes::REQUEST_SLOTS - 1);
+        let label = &self.request_labels[slot];
+        if label.get().is_none() {
+            let _ = label.set(series.label);
+        }
+        add(&self.requests[slot][codes::response_slot(response_code)], 1);
+        self.latency[series.class as usize].observe(elapsed);
+    }
+
+    /// The `request_code` label of a request slot counted so far.
+    fn request_label(&self, slot: usize) -> Option<&'static str> {
+        self.request_labels[slot].get().copied()
     }
 
     /// A durable write finished (or failed) after `elapsed`.
@@ -298,10 +311,10 @@ impl Metrics {
         self.connections_refused.iter().map(read).sum()
     }
 
-    /// Requests counted with `request_code` and `response_code` (codes outside the fixed
-    /// tables count together as `other`).
-    pub fn requests(&self, request_code: i32, response_code: i32) -> u64 {
-        read(&self.requests[codes::request_slot(request_code)][codes::response_slot(response_code)])
+    /// Requests counted in `series` with `response_code` (response codes outside the fixed
+    /// table count together as `other`).
+    pub fn requests(&self, series: RequestSeries, response_code: i32) -> u64 {
+        read(&self.requests[usize::from(series.slot)][codes::response_slot(response_code)])
     }
 
     /// The clusters to report: those with a series so far plus `current`, sorted, at most
@@ -354,31 +367,36 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::code::{request as rc, response};
+    use crate::protocol::code::response;
+
+    const ROUTE: RequestSeries = RequestSeries {
+        slot: 5,
+        label: "get_routeinfo_by_topic",
+        class: LatencyClass::Route,
+    };
 
     #[test]
-    fn requests_are_counted_by_code_pair_and_timed_by_class() {
+    fn requests_are_counted_by_series_and_response_and_timed_by_class() {
         let m = Metrics::default();
-        m.request(
-            rc::GET_ROUTEINFO_BY_TOPIC,
-            response::SUCCESS,
-            Duration::from_micros(30),
-        );
-        m.request(
-            rc::GET_ROUTEINFO_BY_TOPIC,
-            response::TOPIC_NOT_EXIST,
-            Duration::ZERO,
-        );
-        m.request(7777, 1500, Duration::ZERO);
-        m.request(8888, 1501, Duration::ZERO);
-        assert_eq!(m.requests(rc::GET_ROUTEINFO_BY_TOPIC, response::SUCCESS), 1);
+        m.request(ROUTE, response::SUCCESS, Duration::from_micros(30));
+        m.request(ROUTE, response::TOPIC_NOT_EXIST, Duration::ZERO);
+        m.request(RequestSeries::OTHER, 1500, Duration::ZERO);
+        m.request(RequestSeries::OTHER, 1501, Duration::ZERO);
+        assert_eq!(m.requests(ROUTE, response::SUCCESS), 1);
+        assert_eq!(m.requests(ROUTE, response::TOPIC_NOT_EXIST), 1);
         assert_eq!(
-            m.requests(rc::GET_ROUTEINFO_BY_TOPIC, response::TOPIC_NOT_EXIST),
-            1
+            m.requests(RequestSeries::OTHER, 9999),
+            2,
+            "unknown codes share one series"
         );
-        assert_eq!(m.requests(1, 9999), 2, "unknown codes share one series");
-        assert_eq!(m.latency[RequestClass::Route as usize].snapshot().count, 2);
-        assert_eq!(m.latency[RequestClass::Other as usize].snapshot().count, 2);
+        assert_eq!(m.request_label(5), Some("get_routeinfo_by_topic"));
+        assert_eq!(
+            m.request_label(codes::REQUEST_SLOTS - 1),
+            Some(codes::OTHER)
+        );
+        assert_eq!(m.request_label(6), None);
+        assert_eq!(m.latency[LatencyClass::Route as usize].snapshot().count, 2);
+        assert_eq!(m.latency[LatencyClass::Other as usize].snapshot().count, 2);
     }
 
     #[test]

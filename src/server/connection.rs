@@ -361,9 +361,8 @@ fn handle_request(
     now: Instant,
     request: &RemotingCommand,
 ) -> (Option<RemotingCommand>, bool) {
-    let mut ctx = Context::new(state, conn, peer, now);
-    let response = dispatch(&mut ctx, request, auth);
-    (response, ctx.registered_broker)
+    let served = dispatch(&Context::new(state, conn, peer, now), request, auth);
+    (served.response, served.registered_broker)
 }
 
 /// Reads whatever the peer already sent, without waiting for more (and at most a few

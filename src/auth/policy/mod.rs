@@ -2,19 +2,19 @@
 //! request and the peer's address — no I/O, no logging, no counters (the gate in `mod.rs` does
 //! those).
 //!
-//! Every request code belongs to one [`RequestClass`] (AUTH.md §5). A class the policy does
-//! not require a signature for is served whatever the request carries, so unsigned 4.9.x
-//! brokers and clients keep working and a stranger's signature cannot get an open request
-//! refused. For a class that needs one, the checks run in this order:
+//! Every request code belongs to one [`Permission`], named in its request table row. A class
+//! the policy does not require a signature for is served whatever the request carries, so
+//! unsigned 4.9.x brokers and clients keep working and a stranger's signature cannot get an
+//! open request refused. For a class that needs one, the checks run in this order:
 //!
 //! 1. read and broker requests from a `globalWhiteRemoteAddresses` address pass unsigned
 //!    (admin requests never pass by address);
 //! 2. `AccessKey` present and known, and no ext field sent twice (the decoder keeps the last
 //!    value, another reader of the same bytes might keep the first: a signed request must mean
 //!    one thing);
-//! 3. `Signature` is the signature of the request (AUTH.md §1.2, compared in constant time),
-//!    also accepted when it only matches without the zone fields a 5.3.3 client adds after
-//!    signing (AUTH.md §1.3);
+//! 3. `Signature` is the signature of the request as Java's `AclClientRPCHook` computes it
+//!    (compared in constant time), also accepted when it only matches without the zone fields
+//!    a 5.3.3 client adds after signing;
 //! 4. the account's `whiteRemoteAddress`, if set, matches the peer;
 //! 5. the account may send the class (`admin` may send everything).
 
@@ -24,7 +24,6 @@ use std::net::IpAddr;
 
 use crate::addr::AddressPattern;
 use crate::protocol::RemotingCommand;
-use crate::protocol::code::request as rc;
 use crate::protocol::signature;
 
 /// Ext fields a 5.3.3 client adds after signing when a zone is configured.
@@ -33,9 +32,10 @@ const ZONE_FIELDS: [&str; 2] = ["__ZONE_NAME", "__ZONE_MODE"];
 /// Longest access key (in characters, before escaping) echoed in a remark or a log line.
 const ECHO_LIMIT: usize = 64;
 
-/// What a request does, for the policy (AUTH.md §5).
+/// What a request does, for the policy: the permission an account needs to send it (the
+/// classes of Java's plain ACL, `PlainAccessResource`, reduced to the name server's codes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RequestClass {
+pub enum Permission {
     /// Route, cluster, topic-list and KV lookups.
     Read,
     /// Broker registration, unregistration, heartbeats and data-version queries.
@@ -46,43 +46,16 @@ pub enum RequestClass {
     Admin,
 }
 
-impl RequestClass {
+impl Permission {
     /// Every class, in the order the file and the logs name them.
-    pub const ALL: [RequestClass; 3] = [
-        RequestClass::Read,
-        RequestClass::Broker,
-        RequestClass::Admin,
-    ];
-
-    /// The class of a request code.
-    pub fn of(code: i32) -> RequestClass {
-        match code {
-            rc::GET_KV_CONFIG
-            | rc::GET_ROUTEINFO_BY_TOPIC
-            | rc::GET_BROKER_CLUSTER_INFO
-            | rc::GET_ALL_TOPIC_LIST_FROM_NAMESERVER
-            | rc::GET_KVLIST_BY_NAMESPACE
-            | rc::GET_TOPICS_BY_CLUSTER
-            | rc::GET_SYSTEM_TOPIC_LIST_FROM_NS
-            | rc::GET_UNIT_TOPIC_LIST
-            | rc::GET_HAS_UNIT_SUB_TOPIC_LIST
-            | rc::GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST
-            | rc::GET_BROKER_MEMBER_GROUP => RequestClass::Read,
-            rc::REGISTER_BROKER
-            | rc::UNREGISTER_BROKER
-            | rc::REGISTER_TOPIC_IN_NAMESRV
-            | rc::QUERY_DATA_VERSION
-            | rc::BROKER_HEARTBEAT => RequestClass::Broker,
-            _ => RequestClass::Admin,
-        }
-    }
+    pub const ALL: [Permission; 3] = [Permission::Read, Permission::Broker, Permission::Admin];
 
     /// The class's name in the accounts file (`read`, `broker`, `admin`).
     pub fn name(self) -> &'static str {
         match self {
-            RequestClass::Read => "read",
-            RequestClass::Broker => "broker",
-            RequestClass::Admin => "admin",
+            Permission::Read => "read",
+            Permission::Broker => "broker",
+            Permission::Admin => "admin",
         }
     }
 
@@ -96,7 +69,7 @@ impl RequestClass {
 #[derive(Clone)]
 pub struct Account {
     pub(super) secret_key: String,
-    /// May send each class, indexed by [`RequestClass`].
+    /// May send each class, indexed by [`Permission`].
     pub(super) may: [bool; 3],
     pub(super) white_remote_address: Option<AddressPattern>,
 }
@@ -113,7 +86,7 @@ impl fmt::Debug for Account {
 
 impl Account {
     /// Whether the account may send requests of `class`.
-    pub fn may(&self, class: RequestClass) -> bool {
+    pub fn may(&self, class: Permission) -> bool {
         self.may[class.index()]
     }
 }
@@ -122,7 +95,7 @@ impl Account {
 /// key. Replaced as a whole on reload.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
-    /// Whether each class needs a signature, indexed by [`RequestClass`].
+    /// Whether each class needs a signature, indexed by [`Permission`].
     pub(super) signature_required: [bool; 3],
     pub(super) global_white_remote_addresses: Vec<AddressPattern>,
     pub(super) accounts: HashMap<String, Account>,
@@ -130,7 +103,7 @@ pub struct Policy {
 
 impl Policy {
     /// Whether requests of `class` need a signature.
-    pub fn signature_required(&self, class: RequestClass) -> bool {
+    pub fn signature_required(&self, class: Permission) -> bool {
         self.signature_required[class.index()]
     }
 
@@ -163,7 +136,7 @@ impl Policy {
         &self,
         access_key: &str,
         secret_key: &str,
-        class: RequestClass,
+        class: Permission,
         peer: IpAddr,
     ) -> Result<(), Reason> {
         let account = self
@@ -178,7 +151,7 @@ impl Policy {
 }
 
 /// The account's own rules, once its key is proven: its address rule, then its permission.
-fn account_admits(account: &Account, class: RequestClass, peer: IpAddr) -> Result<(), Reason> {
+fn account_admits(account: &Account, class: Permission, peer: IpAddr) -> Result<(), Reason> {
     if let Some(white) = &account.white_remote_address
         && !white.matches(peer)
     {
@@ -259,7 +232,7 @@ pub struct Refusal {
     /// The request code.
     pub code: i32,
     /// The request's class.
-    pub class: RequestClass,
+    pub class: Permission,
     /// The access key the request carried, cut to a printable length.
     pub access_key: Option<String>,
     /// The peer's address.
@@ -301,18 +274,18 @@ impl fmt::Display for Refusal {
     }
 }
 
-/// Decides whether `req` from `peer` may be served under `policy`.
+/// Decides whether `req` from `peer`, a request of `class`, may be served under `policy`.
 pub fn decide<'p>(
     policy: &'p Policy,
     req: &RemotingCommand,
     peer: IpAddr,
+    class: Permission,
 ) -> Result<Admission<'p>, Refusal> {
-    let class = RequestClass::of(req.code);
     if !policy.signature_required(class) {
         return Ok(Admission::Open);
     }
     let peer = peer.to_canonical();
-    if class != RequestClass::Admin
+    if class != Permission::Admin
         && policy
             .global_white_remote_addresses
             .iter()
@@ -367,7 +340,7 @@ fn signature_matches(secret_key: &str, req: &RemotingCommand, given: &str) -> bo
     if signature::verify(secret_key, &signature::content(fields(), body, &[]), given) {
         return true;
     }
-    // A 5.3.3 client with a zone adds the zone fields after signing (AUTH.md §1.3).
+    // A 5.3.3 client with a zone adds the zone fields after signing.
     fields().any(|(k, _)| ZONE_FIELDS.contains(&k))
         && signature::verify(
             secret_key,

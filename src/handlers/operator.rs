@@ -1,7 +1,9 @@
-//! Operator requests: GET/UPDATE_NAMESRV_CONFIG and WIPE/ADD_WRITE_PERM_OF_BROKER
-//! (NAMESRV.md §2.10–2.11, §2.18–2.19).
+//! Operator requests: GET/UPDATE_NAMESRV_CONFIG and WIPE/ADD_WRITE_PERM_OF_BROKER (Java's
+//! `DefaultRequestProcessor`: `getConfig`, `updateConfig`, `wipeWritePermOfBroker`,
+//! `addWritePermOfBroker`).
 
-use super::{Context, Fields, HandlerResult};
+use super::headers::WritePermHeader;
+use super::{Context, HandlerResult};
 use crate::config::UpdateError;
 use crate::config::properties;
 use crate::error::HandlerError;
@@ -11,15 +13,17 @@ use crate::state::protection::HELD_BROKERS_KEY;
 
 /// GET_NAMESRV_CONFIG: every property, sorted, as `key=value` lines — plus, while eviction
 /// protection holds brokers, how many (a status line, never stored).
-pub fn get_config(ctx: &mut Context<'_>, _req: &RemotingCommand) -> HandlerResult {
+pub fn get_config(ctx: &Context<'_>, _req: &RemotingCommand) -> HandlerResult {
     let held = ctx.state.eviction_protection().held;
     let status = (held > 0).then(|| (HELD_BROKERS_KEY.to_owned(), held.to_string()));
-    // Peer checks (issue 15): divergent brokers and unreachable peers, when there are any.
+    // Peer checks: divergent brokers and unreachable peers, when there are any.
     let status = status
         .into_iter()
         .chain(ctx.state.peer_report().status_lines());
     let text = ctx.state.config().render(status);
-    Ok(RemotingCommand::success().with_body(text.into_bytes()))
+    Ok(RemotingCommand::success()
+        .with_body(text.into_bytes())
+        .into())
 }
 
 /// UPDATE_NAMESRV_CONFIG: refuses black-listed and start-up-only keys (`NO_PERMISSION`; the
@@ -27,7 +31,12 @@ pub fn get_config(ctx: &mut Context<'_>, _req: &RemotingCommand) -> HandlerResul
 /// anything the next start could not use (`SYSTEM_ERROR`, the remark naming the key and the
 /// reason), applies the rest all-or-nothing, persists to `configStorePath` before answering,
 /// and notes keys that need a restart. Runs off the runtime's workers (it may bind sockets).
-pub fn update_config(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
+pub fn update_config(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
+    update(ctx, req).map(Into::into)
+}
+
+/// [`update_config`]'s response.
+fn update(ctx: &Context<'_>, req: &RemotingCommand) -> Result<RemotingCommand, HandlerError> {
     let Some(body) = &req.body else {
         return Ok(RemotingCommand::success());
     };
@@ -92,8 +101,8 @@ pub fn update_config(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerRes
     }
 }
 
-fn change_perm(ctx: &mut Context<'_>, req: &RemotingCommand, wipe: bool) -> HandlerResult {
-    let broker_name = Fields(req).required("brokerName")?;
+fn change_perm(ctx: &Context<'_>, req: &RemotingCommand, wipe: bool) -> HandlerResult {
+    let WritePermHeader { broker_name } = WritePermHeader::from_ext(req)?;
     let count = {
         let mut routes = ctx.state.routes_mut();
         if wipe {
@@ -117,15 +126,15 @@ fn change_perm(ctx: &mut Context<'_>, req: &RemotingCommand, wipe: bool) -> Hand
         },
         count.to_string(),
     );
-    Ok(RemotingCommand::success().with_ext_fields(fields))
+    Ok(RemotingCommand::success().with_ext_fields(fields).into())
 }
 
 /// WIPE_WRITE_PERM_OF_BROKER.
-pub fn wipe_write_perm(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
+pub fn wipe_write_perm(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
     change_perm(ctx, req, true)
 }
 
 /// ADD_WRITE_PERM_OF_BROKER.
-pub fn add_write_perm(ctx: &mut Context<'_>, req: &RemotingCommand) -> HandlerResult {
+pub fn add_write_perm(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
     change_perm(ctx, req, false)
 }
