@@ -54,6 +54,7 @@ pub mod metrics;
 pub mod peers;
 pub mod protocol;
 pub mod reload;
+pub mod remoting_client;
 pub mod server;
 pub mod shutdown;
 pub mod state;

@@ -1,11 +1,15 @@
-//! A small RocketMQ remoting client for the admin tool, built on [`crate::protocol`]'s frame
-//! codec: one connection per address, requests stamped like mqadmin's (version 479, language
-//! JAVA, JSON headers unless `ROCKETMQ_SERIALIZE_TYPE=ROCKETMQ`), signed when credentials are
-//! set, answers matched by `opaque`, and pipelining for the bulk reads of `diff`.
+//! The remoting client: one RocketMQ connection per server address, built on
+//! [`crate::protocol`]'s frame codec. Requests are stamped like a Java client's (version 479,
+//! language JAVA, JSON headers unless told otherwise), signed when [`Credentials`] are set
+//! (as `AclClientRPCHook` does), answers matched by `opaque`, and a batch pipelined
+//! ([`Client::call_many`]). [`decode`] reads the answers' bodies as a Java client does.
 //!
-//! Every failure becomes a [`CallError`] naming the server and the request, so the caller can
-//! print the one stderr line and choose the exit code. The byte stream is opened in one
-//! place, [`connect`]; a TLS stream plugs in there.
+//! Used by `nsadmin` ([`crate::admin`]) and by the daemon's peer checks ([`crate::peers`]);
+//! nothing here formats output for either. Every failure becomes a [`CallError`] naming the
+//! server and the request, so a caller can report it in one line and choose what to do. The
+//! byte stream is opened in one place, [`connect`]; a TLS stream plugs in there.
+
+pub mod decode;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -16,12 +20,28 @@ use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 use tokio::time::{Instant, timeout, timeout_at};
 
-use super::credentials::Credentials;
 use crate::protocol::code::{request, response};
 use crate::protocol::{
     ExtFields, FrameLimits, RemotingCommand, SerializeType, decode_frame, encode_frame, signature,
     split_frame,
 };
+
+/// An access key and its secret, as `AclClientRPCHook` signs with.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    /// Sent as ext field `AccessKey`.
+    pub access_key: String,
+    /// Signs requests; never sent.
+    pub secret_key: String,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("access_key", &self.access_key)
+            .finish_non_exhaustive()
+    }
+}
 
 /// How the client talks: timeouts, header encoding and credentials.
 #[derive(Debug, Clone)]
@@ -34,9 +54,9 @@ pub struct ClientOptions {
     pub connect_timeout: Duration,
     /// Header encoding of requests.
     pub serialize_type: SerializeType,
-    /// Credentials to sign every request with, as mqadmin does with `tools.yml`.
+    /// Credentials to sign every request with (mqadmin's come from `tools.yml`).
     pub credentials: Option<Credentials>,
-    /// TLS, when `--tls` or `-Dtls.enable=true` asks for it.
+    /// TLS over every connection (`nsadmin`: when `--tls` or `-Dtls.enable=true` asks).
     pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
     /// Largest answer frame accepted; a larger one is refused from its length prefix, before
     /// its bytes are read, and its connection dropped.
@@ -115,7 +135,7 @@ fn one_line(text: &str) -> String {
         .join(" ")
 }
 
-/// RocketMQ's name for the request codes the admin tool sends.
+/// RocketMQ's name for the request codes this client's users send (`REQUEST` for others).
 pub fn request_name(code: i32) -> &'static str {
     match code {
         request::PUT_KV_CONFIG => "PUT_KV_CONFIG",
@@ -217,7 +237,7 @@ const KEPT_BUFFER: usize = 64 * 1024;
 /// busy, few enough for a Java name server's request queue (50 000 for route lookups).
 pub const PIPELINE_WINDOW: usize = 512;
 
-/// The admin tool's client: one lazily opened connection per server address.
+/// A client: one lazily opened connection per server address.
 pub struct Client {
     opts: ClientOptions,
     connections: HashMap<String, Connection>,
