@@ -45,6 +45,7 @@ pub mod config;
 pub mod dispatch;
 pub mod durable;
 pub mod error;
+mod file_watch;
 pub mod handlers;
 pub mod http;
 pub mod java_str;

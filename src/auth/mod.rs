@@ -34,17 +34,17 @@ use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
 pub use accounts::LoadError;
-pub use audit::{AUDIT_TARGET, Ticket};
+pub use audit::Ticket;
 pub use policy::{Admission, Reason, Refusal, RequestClass};
 pub use stats::AuthStats;
 
 use crate::config::{AuthMode, Settings};
+use crate::file_watch::{Fingerprint, Trigger, fingerprint};
 use crate::log_limit::LogLimit;
 use crate::protocol::RemotingCommand;
 use audit::{AUDIT_PER_WINDOW, AuditEntry, RefusalLog};
 use policy::Policy;
 use stats::Counters;
-use watch::Fingerprint;
 
 /// The request gate: a cheap handle, off unless `authMode` says otherwise.
 #[derive(Clone, Default)]
@@ -92,7 +92,7 @@ impl Gate {
             return Ok(Gate::off());
         }
         let path = PathBuf::from(&settings.auth_config_path);
-        let seen = watch::fingerprint(&path);
+        let seen = fingerprint(&path);
         let policy = accounts::load(&path)?;
         let proxy_from_anyone = trust::proxy_from_anyone(settings);
         trust::check(proxy_from_anyone, &policy, &path)?;
@@ -177,25 +177,6 @@ impl Gate {
     }
 }
 
-/// What asked for a reload (of the accounts here, of the TLS material through
-/// [`watch::reload_on_request_or_change`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Trigger {
-    /// SIGHUP or [`Gate::reload`]: an operator's decision, any valid file applies.
-    Request,
-    /// The watcher saw the file change: only a change that does not loosen the policy applies.
-    FileChange,
-}
-
-impl Trigger {
-    fn why(self) -> &'static str {
-        match self {
-            Trigger::Request => "reload requested",
-            Trigger::FileChange => "the file changed",
-        }
-    }
-}
-
 impl Shared {
     fn admit(&self, req: &RemotingCommand, peer: SocketAddr) -> Result<Ticket, Refusal> {
         let policy = self.policy.load();
@@ -260,8 +241,8 @@ impl Shared {
     /// loosen the policy, logs and keeps the old ones. Reads the file: call it off the
     /// runtime's workers.
     fn reload(&self, trigger: Trigger) -> bool {
-        let why = trigger.why();
-        *self.seen.lock() = watch::fingerprint(&self.path);
+        let why = watch::why(trigger);
+        *self.seen.lock() = fingerprint(&self.path);
         let loaded = accounts::load(&self.path)
             .and_then(|p| trust::check(self.proxy_from_anyone, &p, &self.path).map(|()| p));
         if let Ok(policy) = &loaded {

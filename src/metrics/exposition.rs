@@ -289,7 +289,7 @@ fn encode_state(enc: &mut DescriptorEncoder<'_>, state: &Namesrv) -> Result {
     )
 }
 
-// --- Peer checks (issue 15; `crate::peers`): one series per configured peer. ---
+// --- Peer checks (`crate::peers`): one series per configured peer. ---
 fn encode_peers(enc: &mut DescriptorEncoder<'_>, state: &Namesrv) -> Result {
     let report = state.peer_report();
     let peers: Vec<_> = report.peers.iter().filter(|p| !p.is_self).collect();
@@ -376,7 +376,7 @@ fn encode_writes(
     )
 }
 
-/// TLS handshakes, their failures, mode rejections and PROXY headers (issue 11).
+/// TLS handshakes, their failures, mode rejections and PROXY headers.
 fn encode_preludes(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> Result {
     counter(
         enc,

@@ -105,7 +105,7 @@ impl Refusal {
     }
 }
 
-// --- TLS and the PROXY protocol (issue 11): what connections' preludes ended with ---
+// --- TLS and the PROXY protocol: what connections' preludes ended with ---
 
 /// How a connection's prelude (PROXY header, TLS decision, handshake) ended, when it was not
 /// simply a plaintext connection or one that closed or idled before sending anything.
