@@ -52,6 +52,7 @@ pub mod java_str;
 pub mod kv;
 mod log_limit;
 pub mod metrics;
+mod offload;
 pub mod peers;
 pub mod protocol;
 pub mod reload;
