@@ -1,6 +1,7 @@
 //! Authentication and authorization: the one check every request passes before its handler
-//! (AUTH.md). The Java name server checks nothing; with `authMode=off` (the default) neither do
-//! we, at the cost of one branch.
+//! (RocketMQ's ACL scheme: `AclClientRPCHook` signs, `PlainAccessValidator` checks). The Java
+//! name server checks nothing; with `authMode=off` (the default) neither do we, at the cost
+//! of one branch.
 //!
 //! With `audit` or `enforce`, [`Gate::admit`] classifies the request (read, broker, admin),
 //! and for the classes the accounts file requires a signature for, verifies the
