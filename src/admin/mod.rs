@@ -3,7 +3,7 @@
 //!
 //! Layers: [`options`] parses the command line as mqadmin (commons-cli) does; [`commands`]
 //! runs one sub-command over a [`Client`](crate::remoting_client::Client) and prints mqadmin's output formats
-//! ([`format`]) or JSON; [`diff`] compares the name servers; [`credentials`] finds
+//! ([`format`](mod@format)) or JSON; [`diff`] compares the name servers; [`credentials`] finds
 //! `tools.yml`. The client and the decoders of the answers' bodies are the crate's one
 //! remoting client ([`crate::remoting_client`]), shared with the daemon's peer checks: the
 //! admin tool never touches the server's state.

@@ -2,7 +2,7 @@
 //! requested (SIGHUP, see [`crate::reload`]) and when the file's metadata changes (polled every
 //! [`POLL_INTERVAL`] on tokio's clock, applied once it has settled for one interval, and only
 //! if it does not loosen the policy: see [`super::loosening`]). Also the start-up check that
-//! the file is not readable by other users. The watch loop itself is [`crate::file_watch`]'s,
+//! the file is not readable by other users. The watch loop itself is `crate::file_watch`'s,
 //! shared with the TLS material's watcher.
 
 use std::path::Path;

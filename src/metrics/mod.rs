@@ -1,5 +1,5 @@
 //! Metrics: the counters the server records as it works, and the Prometheus text of their
-//! families ([`exposition`]).
+//! families (`exposition`).
 //!
 //! [`Metrics`] is the one set of typed handles. It lives in the shared state
 //! ([`crate::state::Namesrv::metrics`]); the server (connections, bytes), the dispatcher

@@ -7,7 +7,7 @@
 //! Used by `nsadmin` ([`crate::admin`]) and by the daemon's peer checks ([`crate::peers`]);
 //! nothing here formats output for either. Every failure becomes a [`CallError`] naming the
 //! server and the request, so a caller can report it in one line and choose what to do. The
-//! byte stream is opened in one place, [`connect`]; a TLS stream plugs in there.
+//! byte stream is opened in one place, `connect`; a TLS stream plugs in there.
 
 pub mod decode;
 mod error;
