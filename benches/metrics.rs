@@ -23,7 +23,7 @@ fn scrape(c: &mut Criterion) {
     let kv = KvStore::open(dir.path().join("kvConfig.json")).unwrap();
     let state = Namesrv::new(Config::defaults(&env), kv);
     *state.routes_mut() = support::table(8, 20_000);
-    let body = namesrv::metrics::render(&state, &Gate::off());
+    let body = namesrv::http::exposition::render(&state, &Gate::off());
     let series = body.lines().filter(|l| !l.starts_with('#')).count();
     assert!(series < 500, "{series} series");
     eprintln!(
@@ -31,7 +31,7 @@ fn scrape(c: &mut Criterion) {
         body.len()
     );
     c.bench_function("metrics/render/8x20k", |b| {
-        b.iter(|| namesrv::metrics::render(&state, &Gate::off()))
+        b.iter(|| namesrv::http::exposition::render(&state, &Gate::off()))
     });
 }
 

@@ -2,34 +2,47 @@
 //!
 //! # Architecture
 //!
-//! Layers, with dependencies pointing one way only:
+//! Layers, with dependencies pointing one way only (`tools/modcycles.py`, run by CI, fails on
+//! any import cycle between sibling modules, at every level of the tree):
 //!
 //! ```text
 //! main ─▶ server ─▶ dispatch ─▶ handlers ─▶ state / kv ─▶ protocol::body
+//!         server ─▶ http, peers              (the background work the server runs)
+//! nsadmin ─▶ admin ─▶ remoting_client ─▶ protocol        (peers use the same client)
+//! any layer ─▶ the neutral pieces listed last
 //! ```
 //!
 //! - [`protocol`] turns bytes into [`protocol::RemotingCommand`]s and back, and writes JSON the
 //!   way the Java name server's fastjson does. Pure, no I/O.
 //! - [`server`] owns sockets: the accept loop, one task per connection, idle timeouts, the
-//!   connection cap, graceful shutdown and the background liveness scan.
+//!   connection cap, the TLS/PROXY prelude, graceful shutdown and hand-over to a new
+//!   process, and the background tasks it runs on its tracker.
 //! - [`dispatch`] maps a request code to a handler and is the one place where handler errors
-//!   become wire responses. Before its `match`, every request passes the [`auth`] gate
-//!   (off by default; signatures, accounts and policy when `authMode` is set).
+//!   ([`error`]) become wire responses. Before its `match`, every request passes the [`auth`]
+//!   gate (off by default; signatures, accounts and policy when `authMode` is set).
 //! - [`handlers`] implement the request codes, one file per domain. They take typed input and
 //!   the shared [`state::Namesrv`] handle and *return* a response.
 //! - [`state`] holds the route tables (one `parking_lot::RwLock` over plain data), the liveness
-//!   rules and the route cache; [`kv`] the durable KV store. Neither sees a socket.
-//! - [`tls`] holds the `tls.*` settings and the certificates they name; `server::prelude`
-//!   uses them per connection (PROXY header, TLS decision, handshake) before any frame.
-//! - [`config`] is the Java-compatible configuration (properties files, Java key names), parsed
-//!   into typed values when it is loaded or updated; [`reload`] carries reload requests
-//!   (SIGHUP) to the tasks that re-read files. [`addr`] holds the address patterns, allow-lists
-//!   and `host:port` lists that `config` and [`auth`] parse; it uses nothing else of the crate.
-//! - [`admin`] is the `nsadmin` tool: mqadmin's name-server commands over a small client built
-//!   on [`protocol`]; it never touches [`state`].
-//! - [`metrics`] holds the counters `server`, `dispatch` and `state` record, and renders them
-//!   for Prometheus; [`http`] is the HTTP side door (metrics, health, status page, JSON API,
-//!   address server), which only reads the state.
+//!   rules, eviction protection, the route cache, the broker-expiry scan
+//!   (`state/housekeeping.rs`) and the route snapshot for warm restarts; [`kv`] the durable KV
+//!   store, written through [`durable`]'s crash-safe file replacement. Neither sees a socket.
+//! - [`http`] is the HTTP side door (the `/metrics` exposition, health, status page, JSON API,
+//!   address server), which only reads the state; [`peers`] checks that the other name
+//!   servers of `namesrvPeers` know the brokers registered here.
+//! - [`admin`] is the `nsadmin` tool: mqadmin's name-server commands and `diff`; it never
+//!   touches [`state`]. It talks through [`remoting_client`], the one RocketMQ client of the
+//!   crate (with the decoders of the answers' bodies), which the peer checks use too.
+//!
+//! Neutral pieces, used from above and using nothing above [`protocol`] but each other:
+//! [`auth`] (the request gate), [`config`] (the Java-compatible configuration: properties
+//! files, Java key names, parsed into typed values when loaded or updated), [`addr`] (address
+//! patterns, allow-lists and `host:port` lists), [`durable`] (crash-safe files), [`tls`] (the `tls.*` settings and
+//! the certificates they name), [`metrics`] (the counters `server`, `dispatch` and `state`
+//! record), [`reload`] (reload requests, SIGHUP), `file_watch` (file fingerprints and the
+//! reload-on-change loop of the accounts and the TLS material), `offload` (the blocking-pool
+//! lanes), [`telemetry`] (logging setup, the audit log's target), [`shutdown`] (signals),
+//! `log_limit` (rate-limited log lines), [`java_str`] and `civil` (Java string rules,
+//! calendar dates), and [`cli`] (the daemon's flags).
 
 #![deny(
     missing_docs,
@@ -48,15 +61,18 @@ pub mod config;
 pub mod dispatch;
 pub mod durable;
 pub mod error;
+mod file_watch;
 pub mod handlers;
 pub mod http;
 pub mod java_str;
 pub mod kv;
 mod log_limit;
 pub mod metrics;
+mod offload;
 pub mod peers;
 pub mod protocol;
 pub mod reload;
+pub mod remoting_client;
 pub mod server;
 pub mod shutdown;
 pub mod state;

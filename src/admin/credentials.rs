@@ -1,4 +1,5 @@
-//! Where the admin tool's signing credentials come from, as mqadmin finds them (AUTH.md §4),
+//! Where the admin tool's signing credentials come from, as mqadmin finds them (its
+//! `AclClientRPCHook` reads `conf/tools.yml`),
 //! plus an explicit choice: `--credentials FILE`, else `$NSADMIN_CREDENTIALS`, else
 //! `$ROCKETMQ_HOME/conf/tools.yml`.
 //!
@@ -8,22 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-/// An access key and its secret.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Credentials {
-    /// Sent as ext field `AccessKey`.
-    pub access_key: String,
-    /// Signs requests; never sent.
-    pub secret_key: String,
-}
-
-impl std::fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Credentials")
-            .field("access_key", &self.access_key)
-            .finish_non_exhaustive()
-    }
-}
+pub use crate::remoting_client::Credentials;
 
 /// Why credentials the operator asked for could not be used.
 #[derive(Debug, thiserror::Error)]

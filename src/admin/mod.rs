@@ -2,10 +2,11 @@
 //! name servers of a cluster agree.
 //!
 //! Layers: [`options`] parses the command line as mqadmin (commons-cli) does; [`commands`]
-//! runs one sub-command over a [`client::Client`] and prints mqadmin's output formats
-//! ([`format`]) or JSON; [`diff`] compares the name servers; [`decode`] reads the answers'
-//! bodies; [`credentials`] finds `tools.yml`. The client is built on [`crate::protocol`]
-//! only: the admin tool never touches the server's state.
+//! runs one sub-command over a [`Client`](crate::remoting_client::Client) and prints mqadmin's output formats
+//! ([`format`](mod@format)) or JSON; [`diff`] compares the name servers; [`credentials`] finds
+//! `tools.yml`. The client and the decoders of the answers' bodies are the crate's one
+//! remoting client ([`crate::remoting_client`]), shared with the daemon's peer checks: the
+//! admin tool never touches the server's state.
 //!
 //! Exit codes (unlike mqadmin, which exits 0 after a failure): 0 success; 1 the command line
 //! was wrong (or, for `diff`, the name servers differ); 2 a server could not be asked
@@ -13,10 +14,8 @@
 //! (a non-success response code) or answered with something unreadable. Each failure is one
 //! line on stderr naming the server, the request and the code/remark.
 
-pub mod client;
 pub mod commands;
 pub mod credentials;
-pub mod decode;
 pub mod diff;
 pub mod format;
 pub mod options;
@@ -25,10 +24,12 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use client::{CallError, ClientOptions};
 use options::{CommandSpec, UsageError};
 
 use crate::protocol::SerializeType;
+// `format` reads the bodies through `super::decode`.
+use crate::remoting_client::decode;
+use crate::remoting_client::{CallError, ClientOptions};
 
 /// Success.
 pub const EXIT_OK: u8 = 0;
@@ -88,6 +89,14 @@ impl From<CallError> for Problem {
             text: e.to_string(),
             exit,
         }
+    }
+}
+
+/// A problem with an answer (exit 3), naming the server.
+pub fn bad_answer(server: &str, what: impl std::fmt::Display) -> Problem {
+    Problem {
+        text: format!("{server}: {what}"),
+        exit: EXIT_REFUSED,
     }
 }
 
@@ -209,7 +218,7 @@ impl Setup {
                 ))
             })?;
         }
-        // TLS (issue 11): mqadmin's convention, -Dtls.enable=true and the tls.client.* keys in
+        // TLS: mqadmin's convention, -Dtls.enable=true and the tls.client.* keys in
         // JAVA_OPT (then tls.config.file), or --tls.
         let system = crate::tls::settings::system_properties(
             env.java_opt.as_deref().unwrap_or("").split_whitespace(),

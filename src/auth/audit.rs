@@ -17,9 +17,7 @@ use std::time::Duration;
 use super::policy::{Refusal, echo_within};
 use crate::log_limit::LogLimit;
 use crate::protocol::RemotingCommand;
-
-/// The `tracing` target of audit lines.
-pub const AUDIT_TARGET: &str = "namesrv::audit";
+use crate::telemetry::AUDIT_TARGET;
 
 /// Audit lines written per [`WINDOW`] at most. More than an operator's tools send
 /// (a few requests per `mqadmin` command), far less than a flood.

@@ -1,6 +1,7 @@
 //! Authentication and authorization: the one check every request passes before its handler
-//! (AUTH.md). The Java name server checks nothing; with `authMode=off` (the default) neither do
-//! we, at the cost of one branch.
+//! (RocketMQ's ACL scheme: `AclClientRPCHook` signs, `PlainAccessValidator` checks). The Java
+//! name server checks nothing; with `authMode=off` (the default) neither do we, at the cost
+//! of one branch.
 //!
 //! With `audit` or `enforce`, [`Gate::admit`] is handed the request's [`Access`] (its class —
 //! read, broker, admin — and audit fields, from its request table row), and for the classes
@@ -35,17 +36,17 @@ use parking_lot::Mutex;
 
 pub use access::Access;
 pub use accounts::LoadError;
-pub use audit::{AUDIT_TARGET, Audit, Ticket};
+pub use audit::{Audit, Ticket};
 pub use policy::{Admission, Permission, Reason, Refusal};
 pub use stats::AuthStats;
 
 use crate::config::{AuthMode, Settings};
+use crate::file_watch::{Fingerprint, Trigger, fingerprint};
 use crate::log_limit::LogLimit;
 use crate::protocol::RemotingCommand;
 use audit::{AUDIT_PER_WINDOW, AuditEntry, RefusalLog};
 use policy::Policy;
 use stats::Counters;
-use watch::Fingerprint;
 
 /// The request gate: a cheap handle, off unless `authMode` says otherwise.
 #[derive(Clone, Default)]
@@ -93,7 +94,7 @@ impl Gate {
             return Ok(Gate::off());
         }
         let path = PathBuf::from(&settings.auth_config_path);
-        let seen = watch::fingerprint(&path);
+        let seen = fingerprint(&path);
         let policy = accounts::load(&path)?;
         let proxy_from_anyone = trust::proxy_from_anyone(settings);
         trust::check(proxy_from_anyone, &policy, &path)?;
@@ -183,25 +184,6 @@ impl Gate {
     }
 }
 
-/// What asked for a reload (of the accounts here, of the TLS material through
-/// [`watch::reload_on_request_or_change`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Trigger {
-    /// SIGHUP or [`Gate::reload`]: an operator's decision, any valid file applies.
-    Request,
-    /// The watcher saw the file change: only a change that does not loosen the policy applies.
-    FileChange,
-}
-
-impl Trigger {
-    fn why(self) -> &'static str {
-        match self {
-            Trigger::Request => "reload requested",
-            Trigger::FileChange => "the file changed",
-        }
-    }
-}
-
 impl Shared {
     fn admit(
         &self,
@@ -267,8 +249,8 @@ impl Shared {
     /// loosen the policy, logs and keeps the old ones. Reads the file: call it off the
     /// runtime's workers.
     fn reload(&self, trigger: Trigger) -> bool {
-        let why = trigger.why();
-        *self.seen.lock() = watch::fingerprint(&self.path);
+        let why = watch::why(trigger);
+        *self.seen.lock() = fingerprint(&self.path);
         let loaded = accounts::load(&self.path)
             .and_then(|p| trust::check(self.proxy_from_anyone, &p, &self.path).map(|()| p));
         if let Ok(policy) = &loaded {

@@ -2,43 +2,18 @@
 //! requested (SIGHUP, see [`crate::reload`]) and when the file's metadata changes (polled every
 //! [`POLL_INTERVAL`] on tokio's clock, applied once it has settled for one interval, and only
 //! if it does not loosen the policy: see [`super::loosening`]). Also the start-up check that
-//! the file is not readable by other users. The watch loop itself is shared with the TLS
-//! material's watcher.
+//! the file is not readable by other users. The watch loop itself is `crate::file_watch`'s,
+//! shared with the TLS material's watcher.
 
 use std::path::Path;
-use std::time::{Duration, SystemTime};
 
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::{Gate, Shared, Trigger};
-
-/// How often the accounts file's metadata is compared with what was last loaded.
-pub const POLL_INTERVAL: Duration = Duration::from_secs(2);
-
-/// What identifies one version of a file without reading it: size, modification and change
-/// times, and (on Unix) device and inode, so that an editor's write-and-rename is seen too.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Fingerprint {
-    len: u64,
-    modified: Option<SystemTime>,
-    #[cfg(unix)]
-    unix: (u64, u64, i64, i64),
-}
-
-/// The file's fingerprint, or `None` if it cannot be read.
-pub(crate) fn fingerprint(path: &Path) -> Option<Fingerprint> {
-    let meta = std::fs::metadata(path).ok()?;
-    Some(Fingerprint {
-        len: meta.len(),
-        modified: meta.modified().ok(),
-        #[cfg(unix)]
-        unix: {
-            use std::os::unix::fs::MetadataExt;
-            (meta.dev(), meta.ino(), meta.ctime(), meta.ctime_nsec())
-        },
-    })
-}
+use super::{Gate, Shared};
+/// The accounts file is polled at the interval every watched file is.
+pub use crate::file_watch::POLL_INTERVAL;
+use crate::file_watch::{Fingerprint, Trigger, fingerprint, reload_on_request_or_change};
 
 /// Warns when the accounts file can be read or written by users other than its owner.
 pub(super) fn warn_if_exposed(path: &Path) {
@@ -60,7 +35,7 @@ pub(super) fn warn_if_exposed(path: &Path) {
 
 /// Reloads `gate`'s accounts on every reload request and whenever the file changes, until
 /// `cancel` fires. Does nothing for a gate that is off. A change is acted on once the file
-/// has looked the same for one poll interval (the loop is the TLS watcher's too), so an
+/// has looked the same for one poll interval, so an
 /// editor's write in progress is not loaded half-way. The file is read on the blocking pool,
 /// never on a runtime worker.
 pub async fn run(gate: Gate, reloads: watch::Receiver<u64>, cancel: CancellationToken) {
@@ -83,70 +58,10 @@ fn changed(shared: &Shared) -> Option<Option<Fingerprint>> {
     (now != *shared.seen.lock()).then_some(now)
 }
 
-/// The watch loop the accounts and the TLS material share: calls `reload` on every reload
-/// request and, polling `changed` (`Some`: what differs from the last reload) every
-/// [`POLL_INTERVAL`], once a change has read the same on two polls in a row, so an editor's
-/// write in progress, or a certificate and key written one after the other, are not loaded
-/// half-way. Runs until `cancel` fires; a closed reload channel leaves the polling on its
-/// own. Both `changed` and `reload` run on the blocking pool, never on a runtime worker.
-pub(crate) async fn reload_on_request_or_change<T, R>(
-    mut reloads: watch::Receiver<u64>,
-    cancel: CancellationToken,
-    changed: impl Fn() -> Option<T> + Clone + Send + 'static,
-    reload: impl Fn(Trigger) -> R + Clone + Send + 'static,
-) where
-    T: PartialEq + Send + 'static,
-    R: Send + 'static,
-{
-    let mut poll = tokio::time::interval(POLL_INTERVAL);
-    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    poll.tick().await;
-    let mut requests_open = true;
-    let mut pending: Option<T> = None;
-    loop {
-        let trigger = tokio::select! {
-            _ = cancel.cancelled() => return,
-            request = reloads.changed(), if requests_open => match request {
-                Ok(()) => Trigger::Request,
-                // The handle is gone: only the file watch is left.
-                Err(_) => {
-                    requests_open = false;
-                    continue;
-                }
-            },
-            _ = poll.tick() => {
-                let Some(now) = off_workers(&cancel, changed.clone()).await else {
-                    return;
-                };
-                match (now, pending.take()) {
-                    (Some(now), Some(before)) if now == before => Trigger::FileChange,
-                    (now, _) => {
-                        pending = now;
-                        continue;
-                    }
-                }
-            }
-        };
-        pending = None;
-        let reload = reload.clone();
-        if off_workers(&cancel, move || reload(trigger))
-            .await
-            .is_none()
-        {
-            return;
-        }
-    }
-}
-
-/// Runs `job` on the blocking pool; `None` once `cancel` fires (the task then ends without
-/// waiting for the job, so a read that hangs never holds up shutdown) or the runtime is
-/// shutting down.
-pub(crate) async fn off_workers<T: Send + 'static>(
-    cancel: &CancellationToken,
-    job: impl FnOnce() -> T + Send + 'static,
-) -> Option<T> {
-    tokio::select! {
-        _ = cancel.cancelled() => None,
-        done = tokio::task::spawn_blocking(job) => done.ok(),
+/// What a reload of the accounts logs as its cause.
+pub(super) fn why(trigger: Trigger) -> &'static str {
+    match trigger {
+        Trigger::Request => "reload requested",
+        Trigger::FileChange => "the file changed",
     }
 }

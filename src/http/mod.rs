@@ -21,6 +21,7 @@
 mod access;
 mod api;
 mod deadline;
+pub mod exposition;
 mod health;
 mod html;
 mod limits;
@@ -182,8 +183,8 @@ fn operator_routes(app: &App) -> Router<App> {
 }
 
 async fn metrics(axum::extract::State(app): axum::extract::State<App>) -> Response {
-    let body = crate::metrics::render(&app.state, &app.auth);
-    ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], body).into_response()
+    let body = exposition::render(&app.state, &app.auth);
+    ([(header::CONTENT_TYPE, exposition::CONTENT_TYPE)], body).into_response()
 }
 
 async fn not_found() -> Response {

@@ -1,5 +1,6 @@
 //! The address server Java clients and brokers poll when `rocketmq.namesrv.domain` points
-//! here: `GET /rocketmq/<subgroup>` answers `host:port;host:port` (ADMIN.md §5).
+//! here: `GET /rocketmq/<subgroup>` answers `host:port;host:port`, the
+//! body Java's `DefaultTopAddressing#fetchNSAddr` reads.
 //!
 //! Every subgroup gets the same answer (`nsaddr` by default, a custom
 //! `rocketmq.namesrv.domain.subgroup`, and the `-<unitName>` form of unit clients): this server

@@ -16,8 +16,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
+use crate::offload::{Lane, Offload};
 use crate::protocol::body::Name;
-use crate::server::offload::{Lane, Offload};
 use crate::state::Namesrv;
 use crate::state::route_table::overview::ClusterView;
 

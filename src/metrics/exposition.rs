@@ -1,80 +1,46 @@
-//! The `/metrics` body: every metric in the Prometheus text format (version 0.0.4), written
-//! by prometheus-client's encoder from a collector that reads the counters and the state at
-//! scrape time.
+//! The Prometheus text (version 0.0.4) of the counters recorded here: each function writes
+//! its metric families into an encoder the caller owns, so that the `/metrics` body
+//! (`crate::http`'s exposition) can put the state's gauges between them in a fixed order.
+//! The writing helpers are shared with it, so every family is written the same way.
 
-use std::collections::BTreeMap;
-
-use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
-use prometheus_client::registry::{Registry, Unit};
-use tokio::time::Instant;
+use prometheus_client::registry::Unit;
 
 use super::histogram::HistogramSnapshot;
 use super::process::ProcessStats;
-use super::{
-    Eviction, LatencyClass, MAX_CLUSTER_SERIES, Metrics, Prelude, Refusal, Registration,
-    WriteStats, codes,
-};
-use crate::auth::{AuthStats, Gate, Reason};
-use crate::protocol::body::Name;
-use crate::state::Namesrv;
+use super::{Eviction, LatencyClass, Metrics, Prelude, Refusal, Registration, WriteStats, codes};
 
-/// The `Content-Type` of the body [`render`] returns.
-pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+/// What writing a family returns.
+pub(crate) type Result = std::result::Result<(), std::fmt::Error>;
 
-/// The metrics of `state` and of the auth gate `auth`, in the Prometheus text format.
-pub fn render(state: &Namesrv, auth: &Gate) -> String {
-    let mut registry = Registry::default();
-    registry.register_collector(Box::new(Scrape(state.clone(), auth.clone())));
-    let mut out = String::with_capacity(16 * 1024);
-    prometheus_client::encoding::prometheus_text::encode(&mut out, &registry)
-        .expect("writing to a String cannot fail");
-    out
-}
-
-/// One scrape of one server.
-#[derive(Debug)]
-struct Scrape(Namesrv, Gate);
-
-type Result = std::result::Result<(), std::fmt::Error>;
-
-impl Collector for Scrape {
-    fn encode(&self, mut enc: DescriptorEncoder<'_>) -> Result {
-        let state = &self.0;
-        let metrics = state.metrics();
-        encode_requests(&mut enc, metrics)?;
-        encode_connections(&mut enc, metrics)?;
-        encode_state(&mut enc, state)?;
-        encode_peers(&mut enc, state)?;
-        encode_events(&mut enc, metrics)?;
-        encode_preludes(&mut enc, metrics)?;
-        if let Some(stats) = self.1.stats() {
-            encode_auth(&mut enc, &stats)?;
-        }
-        encode_process(&mut enc, &ProcessStats::read())
-    }
-}
-
-fn counter(enc: &mut DescriptorEncoder<'_>, name: &str, help: &str, value: u64) -> Result {
+/// A counter without labels.
+pub(crate) fn counter(
+    enc: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    value: u64,
+) -> Result {
     let c = ConstCounter::new(value);
     c.encode(enc.encode_descriptor(name, help, None, c.metric_type())?)
 }
 
+/// A counter of bytes without labels.
 fn bytes_counter(enc: &mut DescriptorEncoder<'_>, name: &str, help: &str, value: u64) -> Result {
     let c = ConstCounter::new(value);
     c.encode(enc.encode_descriptor(name, help, Some(&Unit::Bytes), c.metric_type())?)
 }
 
-fn gauge(enc: &mut DescriptorEncoder<'_>, name: &str, help: &str, value: i64) -> Result {
+/// A gauge without labels.
+pub(crate) fn gauge(enc: &mut DescriptorEncoder<'_>, name: &str, help: &str, value: i64) -> Result {
     let g = ConstGauge::new(value);
     g.encode(enc.encode_descriptor(name, help, None, g.metric_type())?)
 }
 
 /// A counter or gauge with one label, one series per `(label value, value)`.
-fn labelled<'a>(
+pub(crate) fn labelled<'a>(
     enc: &mut DescriptorEncoder<'_>,
     (name, help, label): (&str, &str, &str),
     metric_type: MetricType,
@@ -92,6 +58,7 @@ fn labelled<'a>(
     Ok(())
 }
 
+/// A histogram, one series per `(label, snapshot)` (`None`: no label).
 fn histogram(
     enc: &mut DescriptorEncoder<'_>,
     (name, help): (&str, &str),
@@ -111,7 +78,8 @@ fn histogram(
     Ok(())
 }
 
-fn encode_requests(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> Result {
+/// Requests by code pair, their latency by class, and the bytes read and written.
+pub(crate) fn encode_requests(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> Result {
     let mut family = enc.encode_descriptor(
         "namesrv_requests",
         "Requests answered, by request code and response code (RocketMQ's lower-cased constant names; codes the server does not know count as other).",
@@ -160,7 +128,8 @@ fn encode_requests(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> Result {
     )
 }
 
-fn encode_connections(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> Result {
+/// Connections open, accepted and refused.
+pub(crate) fn encode_connections(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> Result {
     gauge(
         enc,
         "namesrv_connections_open",
@@ -187,143 +156,8 @@ fn encode_connections(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> Result {
     )
 }
 
-/// One value per reported cluster (0 for a cluster without any now), and once the cap is
-/// reached, the sum of all other clusters as `_other`.
-fn per_cluster<'a>(reported: &'a [Name], values: &BTreeMap<Name, usize>) -> Vec<(&'a str, u64)> {
-    let mut out: Vec<(&str, u64)> = reported
-        .iter()
-        .map(|c| (&**c, values.get(c).copied().unwrap_or(0) as u64))
-        .collect();
-    if reported.len() >= MAX_CLUSTER_SERIES {
-        let other = values
-            .iter()
-            .filter(|(c, _)| reported.binary_search(c).is_err())
-            .map(|(_, &n)| n as u64)
-            .sum();
-        out.push(("_other", other));
-    }
-    out
-}
-
-fn encode_state(enc: &mut DescriptorEncoder<'_>, state: &Namesrv) -> Result {
-    let counts = state.routes().counts();
-    let (namespaces, entries) = state.kv().counts();
-    let ready = state.readiness(Instant::now()).is_empty();
-    let clusters = state.metrics().clusters_to_report(
-        counts
-            .live_brokers
-            .keys()
-            .chain(counts.broker_groups.keys()),
-    );
-    gauge(
-        enc,
-        "namesrv_ready",
-        "1 when /readyz would answer 200, else 0.",
-        ready as i64,
-    )?;
-    labelled(
-        enc,
-        (
-            "namesrv_live_brokers",
-            "Brokers in the live table, by the cluster they registered under.",
-            "cluster",
-        ),
-        MetricType::Gauge,
-        per_cluster(&clusters, &counts.live_brokers),
-    )?;
-    labelled(
-        enc,
-        (
-            "namesrv_broker_groups",
-            "Broker groups, by cluster.",
-            "cluster",
-        ),
-        MetricType::Gauge,
-        per_cluster(&clusters, &counts.broker_groups),
-    )?;
-    gauge(
-        enc,
-        "namesrv_topics",
-        "Topics with a route.",
-        counts.topics as i64,
-    )?;
-    gauge(
-        enc,
-        "namesrv_kv_namespaces",
-        "Namespaces in the KV store.",
-        namespaces as i64,
-    )?;
-    gauge(
-        enc,
-        "namesrv_kv_entries",
-        "Keys in the KV store, over all namespaces.",
-        entries as i64,
-    )?;
-    let protection = state.eviction_protection();
-    gauge(
-        enc,
-        "namesrv_eviction_protection_held_brokers",
-        "Silent brokers eviction protection keeps in the routes now.",
-        protection.held as i64,
-    )?;
-    counter(
-        enc,
-        "namesrv_eviction_protection_holds",
-        "Holds eviction protection has begun (each a mass silence it did not evict).",
-        protection.holds,
-    )?;
-    counter(
-        enc,
-        "namesrv_eviction_protection_overdue_evictions",
-        "Held brokers evicted anyway after their timeout plus evictionProtectionMaxHoldMillis.",
-        protection.overdue_evictions,
-    )?;
-    counter(
-        enc,
-        "namesrv_route_cache_hits",
-        "Route lookups answered from the encoded-route cache.",
-        counts.cache_hits,
-    )?;
-    counter(
-        enc,
-        "namesrv_route_cache_misses",
-        "Route lookups that encoded the route (first lookup after a change, or zone-filtered).",
-        counts.cache_misses,
-    )
-}
-
-// --- Peer checks (issue 15; `crate::peers`): one series per configured peer. ---
-fn encode_peers(enc: &mut DescriptorEncoder<'_>, state: &Namesrv) -> Result {
-    let report = state.peer_report();
-    let peers: Vec<_> = report.peers.iter().filter(|p| !p.is_self).collect();
-    labelled(
-        enc,
-        (
-            "namesrv_peer_reachable",
-            "Whether the last peer check could ask this name server of namesrvPeers (1) or not (0).",
-            "peer",
-        ),
-        MetricType::Gauge,
-        peers
-            .iter()
-            .map(|p| (p.peer.as_str(), u64::from(p.unreachable.is_none()))),
-    )?;
-    labelled(
-        enc,
-        (
-            "namesrv_peer_divergent_brokers",
-            "Brokers registered here that this peer lacks or holds at an older data version, for longer than peerDivergenceAfterMillis.",
-            "peer",
-        ),
-        MetricType::Gauge,
-        peers.iter().map(|p| {
-            let n = report.divergent.iter().filter(|d| d.peer == p.peer).count();
-            (p.peer.as_str(), n as u64)
-        }),
-    )
-}
-
-fn encode_events(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> Result {
+/// Registrations, evictions and durable writes.
+pub(crate) fn encode_events(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> Result {
     labelled(
         enc,
         (
@@ -379,8 +213,8 @@ fn encode_writes(
     )
 }
 
-/// TLS handshakes, their failures, mode rejections and PROXY headers (issue 11).
-fn encode_preludes(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> Result {
+/// TLS handshakes, their failures, mode rejections and PROXY headers.
+pub(crate) fn encode_preludes(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> Result {
     counter(
         enc,
         "namesrv_tls_handshakes",
@@ -419,76 +253,9 @@ fn encode_preludes(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> Result {
     )
 }
 
-/// The auth gate's decisions (only when `authMode` is not `off`).
-fn encode_auth(enc: &mut DescriptorEncoder<'_>, stats: &AuthStats) -> Result {
-    gauge(
-        enc,
-        "namesrv_auth_accounts",
-        "Accounts loaded from the auth accounts file.",
-        stats.accounts as i64,
-    )?;
-    labelled(
-        enc,
-        (
-            "namesrv_auth_refused",
-            "Requests refused with NO_PERMISSION (authMode=enforce), by reason.",
-            "reason",
-        ),
-        MetricType::Counter,
-        Reason::ALL
-            .iter()
-            .map(|&r| (r.label(), stats.refused_for(r))),
-    )?;
-    labelled(
-        enc,
-        (
-            "namesrv_auth_would_refuse",
-            "Requests authMode=audit let through that enforce would refuse, by reason.",
-            "reason",
-        ),
-        MetricType::Counter,
-        Reason::ALL
-            .iter()
-            .map(|&r| (r.label(), stats.would_refuse_for(r))),
-    )?;
-    labelled(
-        enc,
-        (
-            "namesrv_auth_admitted",
-            "Requests of a class that needs a signature, let through: signed, or by address.",
-            "by",
-        ),
-        MetricType::Counter,
-        [
-            ("signature", stats.accepted_signed),
-            ("address", stats.accepted_by_address),
-        ],
-    )?;
-    labelled(
-        enc,
-        (
-            "namesrv_auth_http_refused",
-            "HTTP requests for the status page and /api refused for want of valid admin credentials (authMode=enforce), by reason.",
-            "reason",
-        ),
-        MetricType::Counter,
-        Reason::ALL
-            .iter()
-            .map(|&r| (r.label(), stats.http_refused_for(r))),
-    )?;
-    labelled(
-        enc,
-        (
-            "namesrv_auth_reloads",
-            "Reloads of the accounts file, by outcome (a failed one keeps the previous accounts).",
-            "outcome",
-        ),
-        MetricType::Counter,
-        [("ok", stats.reloads), ("failed", stats.reload_failures)],
-    )
-}
-
-fn encode_process(enc: &mut DescriptorEncoder<'_>, p: &ProcessStats) -> Result {
+/// The process's CPU, memory, file descriptors and threads, read now.
+pub(crate) fn encode_process(enc: &mut DescriptorEncoder<'_>) -> Result {
+    let p = &ProcessStats::read();
     if let Some(cpu) = p.cpu_seconds {
         let c = ConstCounter::new(cpu);
         c.encode(enc.encode_descriptor(

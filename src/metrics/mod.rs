@@ -1,4 +1,5 @@
-//! Metrics: the counters the server records as it works, and their Prometheus exposition.
+//! Metrics: the counters the server records as it works, and the Prometheus text of their
+//! families (`exposition`).
 //!
 //! [`Metrics`] is the one set of typed handles. It lives in the shared state
 //! ([`crate::state::Namesrv::metrics`]); the server (connections, bytes), the dispatcher
@@ -8,13 +9,15 @@
 //! stays at the machine's ceiling.
 //!
 //! Everything that is *state* rather than an event (live brokers, topics, KV entries, route
-//! cache hits, process figures) is read when `/metrics` is scraped ([`render`]), so it costs
+//! cache hits, process figures) is read when `/metrics` is scraped (the body is put together
+//! by `crate::http::exposition`, which reads the state; this module reads nothing above
+//! [`crate::protocol`], so the state can hold it), so it costs
 //! nothing between scrapes. No label grows with topics, KV keys or clients: request and
 //! response codes outside fixed tables share an `other` series, and the per-cluster series
 //! are capped.
 
 pub mod codes;
-mod exposition;
+pub(crate) mod exposition;
 pub mod histogram;
 mod process;
 
@@ -28,7 +31,6 @@ use parking_lot::Mutex;
 use crate::protocol::body::Name;
 
 pub use codes::{LatencyClass, RequestSeries};
-pub use exposition::{CONTENT_TYPE, render};
 pub use histogram::Histogram;
 
 /// Why a broker left the live table.
@@ -106,7 +108,7 @@ impl Refusal {
     }
 }
 
-// --- TLS and the PROXY protocol (issue 11): what connections' preludes ended with ---
+// --- TLS and the PROXY protocol: what connections' preludes ended with ---
 
 /// How a connection's prelude (PROXY header, TLS decision, handshake) ended, when it was not
 /// simply a plaintext connection or one that closed or idled before sending anything.

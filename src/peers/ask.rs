@@ -2,10 +2,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::admin::client::{CallError, Client, Failure, Request};
-use crate::admin::decode::ClusterInfo;
 use crate::protocol::body::DataVersion;
 use crate::protocol::code::request;
+use crate::remoting_client::decode::ClusterInfo;
+use crate::remoting_client::{CallError, Client, Failure, Request};
 use crate::state::peering::{NODE_FIELD, PEER_CHECK_FIELD};
 
 use super::LiveBroker;

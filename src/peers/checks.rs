@@ -11,7 +11,7 @@ use tokio::task::{AbortHandle, Id, JoinError, JoinSet};
 use tokio::time::Instant;
 
 use super::{LiveBroker, PeerSettings, PeerView, Tracker, ask, differences};
-use crate::admin::client::Client;
+use crate::remoting_client::Client;
 use crate::state::Namesrv;
 use crate::state::peering::{PeerReport, PeerState};
 

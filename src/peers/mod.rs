@@ -17,8 +17,8 @@
 //! buffers) is dropped as soon as it leaves the list.
 //!
 //! Java name servers never talk to each other (apache/rocketmq#4807): a registration that
-//! reached one node and not another goes unnoticed there. The requests go through the admin
-//! tool's client ([`crate::admin::client`]).
+//! reached one node and not another goes unnoticed there. The requests go through the crate's
+//! remoting client ([`crate::remoting_client`]), the one `nsadmin` uses.
 
 mod ask;
 mod checks;
@@ -31,8 +31,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::admin::client::ClientOptions;
 use crate::config::Settings;
+use crate::remoting_client::ClientOptions;
 use crate::state::Namesrv;
 pub use ask::PeerView;
 use checks::Checks;

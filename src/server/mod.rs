@@ -10,7 +10,7 @@ mod config_reload;
 mod connection;
 pub mod handover;
 mod io;
-pub(crate) mod offload;
+pub(crate) use crate::offload;
 mod port_owner;
 pub mod prelude;
 

@@ -6,6 +6,7 @@
 //! knows about sockets; connections appear only as [`ConnId`]s.
 
 pub mod housekeeping;
+pub mod liveness;
 pub mod peering;
 pub mod protection;
 pub mod readiness;

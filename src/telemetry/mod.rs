@@ -3,8 +3,8 @@
 //! bounded number of files, [`CURRENT_LOG`] always linking to the current one, each file at
 //! most `--log-max-size` bytes: past it lines are dropped until the next rotation, with a
 //! note); as text or, for log shippers, as one JSON object per line (`--log-format json`).
-//! The audit log of admin requests (target [`crate::auth::AUDIT_TARGET`]) goes to its own file
-//! when `authAuditLog` names one, and with everything else otherwise.
+//! The audit log of admin requests (target [`AUDIT_TARGET`], written by [`crate::auth`]) goes
+//! to its own file when `authAuditLog` names one, and with everything else otherwise.
 //!
 //! Every event is one line: control characters in what it echoes are escaped on the way to
 //! any of these outputs ([`writer`]), so no client's value can forge a line.
@@ -23,12 +23,15 @@ use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::prelude::*;
 
-use crate::auth::AUDIT_TARGET;
 use writer::{CapOptions, Capped, OneLine};
 
 mod writer;
 
 pub use writer::parse_size;
+
+/// The `tracing` target of audit lines: defined here, where the logs are routed, and used by
+/// `auth`, which writes them.
+pub const AUDIT_TARGET: &str = "namesrv::audit";
 
 /// The default of `--log-max-size`: 256 MiB per file.
 pub const DEFAULT_MAX_SIZE: u64 = 256 << 20;

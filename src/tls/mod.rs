@@ -24,8 +24,7 @@ use tokio_util::sync::CancellationToken;
 pub use material::TlsError;
 pub use settings::{ClientAuth, ServerMode, TlsSettings};
 
-use crate::auth::Trigger;
-use crate::auth::watch::{Fingerprint, fingerprint, reload_on_request_or_change};
+use crate::file_watch::{Fingerprint, Trigger, fingerprint, reload_on_request_or_change};
 
 /// The watched files' fingerprints when they differ from what the last reload saw.
 type Changed = Option<Vec<(PathBuf, Option<Fingerprint>)>>;

@@ -210,7 +210,7 @@ async fn a_default_server_serves_tls_and_plaintext_on_one_port() {
     let metrics = server.state.metrics();
     assert_eq!(metrics.preludes(namesrv::metrics::Prelude::TlsHandshake), 1);
     // The counters reach /metrics.
-    let text = namesrv::metrics::render(&server.state, &server.auth);
+    let text = namesrv::http::exposition::render(&server.state, &server.auth);
     assert!(text.contains("namesrv_tls_handshakes_total 1\n"), "{text}");
     assert!(text.contains("namesrv_handshake_failures_total{reason=\"timeout\"} 0\n"));
 }

@@ -11,12 +11,12 @@ use serde_json::{Value, json};
 use super::read::{broker_json, cluster_info};
 use super::{Ctx, required, usage};
 use crate::admin::Problem;
-use crate::admin::client::{GET_BROKER_RUNTIME_INFO, Request};
-use crate::admin::decode::{self, ClusterInfo};
 use crate::admin::format;
 use crate::admin::options::Parsed;
 use crate::protocol::body::data_version::wall_clock_millis;
 use crate::protocol::body::route::java_string_cmp;
+use crate::remoting_client::decode::{self, ClusterInfo};
+use crate::remoting_client::{GET_BROKER_RUNTIME_INFO, Request};
 
 /// One row of the table: cluster, broker name, id, address.
 struct Row {

@@ -12,10 +12,10 @@ mod write;
 use std::hash::{BuildHasher, Hasher};
 use std::io::Write;
 
-use super::client::{CallError, Client, Failure, Request};
 use super::options::{CommandKind, CommandSpec, Parsed};
-use super::{EXIT_REFUSED, EXIT_USAGE, Problem, Setup};
+use super::{EXIT_USAGE, Problem, Setup, bad_answer};
 use crate::protocol::RemotingCommand;
+use crate::remoting_client::{CallError, Client, Failure, Request};
 
 /// What a command leaves behind: the failures to report, and an exit code that replaces the
 /// one derived from them (`diff`'s 0/1/2).
@@ -178,14 +178,6 @@ pub fn usage(text: impl Into<String>) -> Problem {
     Problem {
         text: text.into(),
         exit: EXIT_USAGE,
-    }
-}
-
-/// A problem with an answer (exit 3), naming the server.
-pub fn bad_answer(server: &str, what: impl std::fmt::Display) -> Problem {
-    Problem {
-        text: format!("{server}: {what}"),
-        exit: EXIT_REFUSED,
     }
 }
 

@@ -7,8 +7,6 @@ use serde_json::{Value, json};
 
 use super::{Ctx, bad_answer, required};
 use crate::admin::Problem;
-use crate::admin::client::{QUERY_TOPIC_CONSUME_BY_WHO, Request};
-use crate::admin::decode::{self, ClusterInfo, RouteInfo};
 use crate::admin::format;
 use crate::admin::options::Parsed;
 use crate::config::properties;
@@ -16,6 +14,8 @@ use crate::protocol::code::request;
 use crate::protocol::java_hash::{
     Table, concurrent_order, sort_strings_by_java_order, string_hash,
 };
+use crate::remoting_client::decode::{self, ClusterInfo, RouteInfo};
+use crate::remoting_client::{QUERY_TOPIC_CONSUME_BY_WHO, Request};
 
 /// GET_BROKER_CLUSTER_INFO from one name server.
 pub(super) async fn cluster_info(ctx: &mut Ctx<'_>) -> Result<ClusterInfo, Problem> {

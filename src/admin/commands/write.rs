@@ -4,10 +4,10 @@
 
 use super::{Ctx, bad_answer, required, usage};
 use crate::admin::Problem;
-use crate::admin::client::Request;
 use crate::admin::format;
 use crate::admin::options::Parsed;
 use crate::protocol::code::request;
+use crate::remoting_client::Request;
 
 /// The KV namespace of order-topic configurations.
 const ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";

@@ -20,9 +20,9 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::Arc;
 
-use super::client::{Client, ClientOptions};
 use super::options::Parsed;
 use super::{EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, Problem};
+use crate::remoting_client::{Client, ClientOptions};
 
 pub use read::route_text;
 

@@ -4,12 +4,11 @@
 use std::collections::BTreeMap;
 
 use super::{Plan, Section};
-use crate::admin::client::{CallError, Client, Failure, Request};
-use crate::admin::commands::bad_answer;
-use crate::admin::decode::{self, ClusterInfo, RouteInfo};
-use crate::admin::{EXIT_UNREACHABLE, Problem};
+use crate::admin::{EXIT_UNREACHABLE, Problem, bad_answer};
 use crate::config::properties;
 use crate::protocol::code::{request, response};
+use crate::remoting_client::decode::{self, ClusterInfo, RouteInfo};
+use crate::remoting_client::{CallError, Client, Failure, Request};
 
 /// Every section `plan` asks for that the node answered. Failures go to `problems`: a refusal
 /// drops its section only, an unreachable node ends the reading.

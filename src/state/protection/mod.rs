@@ -41,7 +41,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::route_table::{BrokerAddr, DEFAULT_BROKER_TIMEOUT};
+use super::liveness::{BrokerAddr, DEFAULT_BROKER_TIMEOUT};
 use crate::config::Settings;
 
 /// A live broker as the route table hands it to [`decide`]: its key and its last heartbeat.

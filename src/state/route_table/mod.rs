@@ -31,21 +31,13 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::protocol::body::{BrokerData, DataVersion, MappingInfo, Name, QueueData, TableHint};
+pub use crate::state::liveness::{BrokerAddr, DEFAULT_BROKER_TIMEOUT};
 use crate::state::protection::{Heard, Holds};
 use crate::state::route_cache::RouteCache;
 
 /// Identifies one client connection; the "channel" of Java's broker-live table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ConnId(pub u64);
-
-/// Key of the broker-live and filter-server tables: Java's `BrokerAddrInfo`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct BrokerAddr {
-    /// Cluster the broker registered under.
-    pub cluster: Name,
-    /// The broker's `ip:port`.
-    pub addr: Name,
-}
 
 /// One broker group's queues of a topic, plus where they came from.
 #[derive(Debug, Clone)]
@@ -169,9 +161,6 @@ impl BrokerLive {
         }
     }
 }
-
-/// The default broker expiry, `RouteInfoManager.DEFAULT_BROKER_CHANNEL_EXPIRED_TIME`.
-pub const DEFAULT_BROKER_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The longest timeout a registration may declare (`heartbeatTimeoutMillis`); longer ones are
 /// cut to it. Java takes any value, so any client could keep a broker it registered in the

@@ -1,11 +1,16 @@
-//! A small RocketMQ remoting client for the admin tool, built on [`crate::protocol`]'s frame
-//! codec: one connection per address, requests stamped like mqadmin's (version 479, language
-//! JAVA, JSON headers unless `ROCKETMQ_SERIALIZE_TYPE=ROCKETMQ`), signed when credentials are
-//! set, answers matched by `opaque`, and pipelining for the bulk reads of `diff`.
+//! The remoting client: one RocketMQ connection per server address, built on
+//! [`crate::protocol`]'s frame codec. Requests are stamped like a Java client's (version 479,
+//! language JAVA, JSON headers unless told otherwise), signed when [`Credentials`] are set
+//! (as `AclClientRPCHook` does), answers matched by `opaque`, and a batch pipelined
+//! ([`Client::call_many`]). [`decode`] reads the answers' bodies as a Java client does.
 //!
-//! Every failure becomes a [`CallError`] naming the server and the request, so the caller can
-//! print the one stderr line and choose the exit code. The byte stream is opened in one
-//! place, [`connect`]; a TLS stream plugs in there.
+//! Used by `nsadmin` ([`crate::admin`]) and by the daemon's peer checks ([`crate::peers`]);
+//! nothing here formats output for either. Every failure becomes a [`CallError`] naming the
+//! server and the request, so a caller can report it in one line and choose what to do. The
+//! byte stream is opened in one place, `connect`; a TLS stream plugs in there.
+
+pub mod decode;
+mod error;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -16,12 +21,32 @@ use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 use tokio::time::{Instant, timeout, timeout_at};
 
-use super::credentials::Credentials;
-use crate::protocol::code::{request, response};
+pub use error::{
+    CallError, Failure, GET_BROKER_RUNTIME_INFO, QUERY_TOPIC_CONSUME_BY_WHO, request_name,
+};
+
+use crate::protocol::code::response;
 use crate::protocol::{
     ExtFields, FrameLimits, RemotingCommand, SerializeType, decode_frame, encode_frame, signature,
     split_frame,
 };
+
+/// An access key and its secret, as `AclClientRPCHook` signs with.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    /// Sent as ext field `AccessKey`.
+    pub access_key: String,
+    /// Signs requests; never sent.
+    pub secret_key: String,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("access_key", &self.access_key)
+            .finish_non_exhaustive()
+    }
+}
 
 /// How the client talks: timeouts, header encoding and credentials.
 #[derive(Debug, Clone)]
@@ -34,9 +59,9 @@ pub struct ClientOptions {
     pub connect_timeout: Duration,
     /// Header encoding of requests.
     pub serialize_type: SerializeType,
-    /// Credentials to sign every request with, as mqadmin does with `tools.yml`.
+    /// Credentials to sign every request with (mqadmin's come from `tools.yml`).
     pub credentials: Option<Credentials>,
-    /// TLS, when `--tls` or `-Dtls.enable=true` asks for it.
+    /// TLS over every connection (`nsadmin`: when `--tls` or `-Dtls.enable=true` asks).
     pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
     /// Largest answer frame accepted; a larger one is refused from its length prefix, before
     /// its bytes are read, and its connection dropped.
@@ -55,92 +80,6 @@ impl Default for ClientOptions {
         }
     }
 }
-
-/// What went wrong with one request to one server.
-#[derive(Debug, thiserror::Error)]
-pub enum Failure {
-    /// No TCP connection could be made.
-    #[error("connect failed: {0}")]
-    Connect(std::io::Error),
-    /// The connection attempt timed out.
-    #[error("connect timed out after {0} ms")]
-    ConnectTimeout(u128),
-    /// No answer in time.
-    #[error("no answer within {0} ms")]
-    Timeout(u128),
-    /// The connection broke or was closed by the server.
-    #[error("connection lost: {0}")]
-    Io(std::io::Error),
-    /// The server closed the connection before answering.
-    #[error("connection closed by the server before it answered")]
-    Closed,
-    /// The answer could not be decoded.
-    #[error("unreadable answer: {0}")]
-    BadAnswer(String),
-    /// The server answered with a non-success code.
-    #[error("CODE: {code}  DESC: {}", one_line(remark.as_deref().unwrap_or("null")))]
-    Refused {
-        /// The response code.
-        code: i32,
-        /// The response's remark.
-        remark: Option<String>,
-    },
-}
-
-impl Failure {
-    /// Whether the server answered (and said no), as opposed to not being reachable.
-    pub fn is_refusal(&self) -> bool {
-        matches!(self, Failure::Refused { .. } | Failure::BadAnswer(_))
-    }
-}
-
-/// A failed request: which server, which request, what happened.
-#[derive(Debug, thiserror::Error)]
-#[error("{server}: {} ({code}): {failure}", request_name(*code))]
-pub struct CallError {
-    /// The server's address.
-    pub server: String,
-    /// The request code.
-    pub code: i32,
-    /// What happened.
-    pub failure: Failure,
-}
-
-/// A remark on one line: Java's remarks may carry a `\nSee <FAQ url>` tail.
-fn one_line(text: &str) -> String {
-    text.split(['\r', '\n'])
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// RocketMQ's name for the request codes the admin tool sends.
-pub fn request_name(code: i32) -> &'static str {
-    match code {
-        request::PUT_KV_CONFIG => "PUT_KV_CONFIG",
-        request::GET_KV_CONFIG => "GET_KV_CONFIG",
-        request::DELETE_KV_CONFIG => "DELETE_KV_CONFIG",
-        request::GET_ROUTEINFO_BY_TOPIC => "GET_ROUTEINFO_BY_TOPIC",
-        request::GET_BROKER_CLUSTER_INFO => "GET_BROKER_CLUSTER_INFO",
-        request::WIPE_WRITE_PERM_OF_BROKER => "WIPE_WRITE_PERM_OF_BROKER",
-        request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER => "GET_ALL_TOPIC_LIST_FROM_NAMESERVER",
-        request::DELETE_TOPIC_IN_NAMESRV => "DELETE_TOPIC_IN_NAMESRV",
-        request::GET_KVLIST_BY_NAMESPACE => "GET_KVLIST_BY_NAMESPACE",
-        request::UPDATE_NAMESRV_CONFIG => "UPDATE_NAMESRV_CONFIG",
-        request::GET_NAMESRV_CONFIG => "GET_NAMESRV_CONFIG",
-        request::QUERY_DATA_VERSION => "QUERY_DATA_VERSION",
-        request::ADD_WRITE_PERM_OF_BROKER => "ADD_WRITE_PERM_OF_BROKER",
-        GET_BROKER_RUNTIME_INFO => "GET_BROKER_RUNTIME_INFO",
-        QUERY_TOPIC_CONSUME_BY_WHO => "QUERY_TOPIC_CONSUME_BY_WHO",
-        _ => "REQUEST",
-    }
-}
-
-/// Broker request: runtime statistics (`clusterList` asks every broker it lists).
-pub const GET_BROKER_RUNTIME_INFO: i32 = 28;
-/// Broker request: consumer groups of a topic (`topicList -c`).
-pub const QUERY_TOPIC_CONSUME_BY_WHO: i32 = 300;
 
 /// A request to build: code, ext fields and body.
 #[derive(Debug, Clone)]
@@ -217,7 +156,7 @@ const KEPT_BUFFER: usize = 64 * 1024;
 /// busy, few enough for a Java name server's request queue (50 000 for route lookups).
 pub const PIPELINE_WINDOW: usize = 512;
 
-/// The admin tool's client: one lazily opened connection per server address.
+/// A client: one lazily opened connection per server address.
 pub struct Client {
     opts: ClientOptions,
     connections: HashMap<String, Connection>,

@@ -1,6 +1,7 @@
 //! Work that may take long — waiting for the disk, inflating or parsing a large body,
 //! building a large listing — runs on tokio's blocking pool, so that a runtime worker never
-//! waits on it and other connections keep being served.
+//! waits on it and other connections keep being served. Used by the remoting connections
+//! (`server`) and the HTTP side door (`http`) alike.
 //!
 //! Two lanes bound how much runs at once: disk waits (KV and configuration writes, which
 //! share their syncs when they run together) and CPU work, which gets one thread fewer than
