@@ -10,7 +10,8 @@ use namesrv::config::{Config, Env, Settings};
 use namesrv::kv::{KvLimits, KvStore};
 use namesrv::protocol::SerializeType;
 use namesrv::server::prelude::Prelude;
-use namesrv::server::{self, Listeners, ServerConfig};
+use namesrv::server::{self, Handles, Listeners, Server, ServerConfig, Service, ServiceFuture};
+use namesrv::shutdown::Cause;
 use namesrv::state::Namesrv;
 use namesrv::telemetry::LogOptions;
 use tokio::net::TcpListener;
@@ -59,6 +60,25 @@ fn tune_malloc() {
     }
 }
 
+/// Returns the allocator's free memory to the system once a second ([`trim_every_second`]),
+/// as one of the server's services.
+struct AllocatorTrim;
+
+impl Service for AllocatorTrim {
+    fn name(&self) -> &'static str {
+        "allocator-trim"
+    }
+
+    fn run(self: Box<Self>, cancel: tokio_util::sync::CancellationToken) -> ServiceFuture {
+        Box::pin(async move {
+            tokio::select! {
+                () = cancel.cancelled() => {}
+                () = trim_every_second() => {}
+            }
+        })
+    }
+}
+
 /// Returns the allocator's free memory to the system once a second (on the blocking pool:
 /// it walks the free chunks under the arenas' locks).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -85,11 +105,9 @@ async fn trim_every_second() {}
 
 /// Completes when the server should stop: SIGINT/SIGTERM, or SIGUSR2 from a new process
 /// that takes the port over (the server then hands over without the GO_AWAY wait).
-async fn shutdown(state: Namesrv, mut signals: namesrv::shutdown::Signals) {
-    let handover = signals.handover();
-    tokio::select! {
-        () = signals.stop() => {}
-        () = handover => state.hand_over(),
+async fn shutdown(state: Namesrv, cause: impl Future<Output = Cause>) {
+    if cause.await == Cause::HandOver {
+        state.hand_over();
     }
 }
 
@@ -145,7 +163,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     if let Some(file) = &args.config_file {
         println!("load config properties file OK, {}", file.display());
     }
-    // TLS (issue 11): the -c file's tls.* lines, then -D system properties, then tls.config.file.
+    // TLS: the -c file's tls.* lines, then -D system properties, then tls.config.file.
     let system: Vec<_> = (args.system_properties.iter())
         .map(|p| namesrv::tls::settings::system_property(p))
         .collect();
@@ -178,9 +196,9 @@ fn run(args: Args) -> anyhow::Result<()> {
         let s = &config.settings;
         // Loaded before anything listens, so that a takeover that cannot load them fails
         // while the running server still serves.
-        let mut server_config = ServerConfig::from_settings(s, serialize_type);
-        server_config.auth = Gate::load(s)?;
-        server_config.prelude = Prelude::load(&tls_base, s).context("TLS")?;
+        let server_config = ServerConfig::from_settings(s, serialize_type);
+        let auth = Gate::load(s)?;
+        let handles = Handles::new(auth, Prelude::load(&tls_base, s).context("TLS")?);
         let (listener, http) = match args.takeover {
             Some(pid) => take_over(pid, s).await?,
             None => {
@@ -208,7 +226,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             );
         }
         let state = Namesrv::new(config, kv);
-        // Warm restart (issue 15): the routes of the last run, before the first request.
+        // Warm restart: the routes of the last run, before the first request.
         if let Some(snapshot) = &server_config.snapshot {
             state.restore_routes(&snapshot.path);
         }
@@ -216,21 +234,28 @@ fn run(args: Args) -> anyhow::Result<()> {
             remoting: listener,
             http,
         };
-        // Ends with the runtime.
-        tokio::spawn(trim_every_second());
-        server::run(
-            listeners,
-            state.clone(),
-            server_config,
-            shutdown(state.clone(), signals),
-        )
-        .await?;
-        // Leave the KV file complete, as Java's, for whatever starts next on it.
-        let kv = state.clone();
-        tokio::task::spawn_blocking(move || kv.kv().flush())
-            .await?
-            .context("cannot fold the KV journal into the KV file")?;
-        tracing::info!("name server stopped");
-        Ok(())
+        let server = Server::new(server_config, handles).with_service(AllocatorTrim);
+        let (cause, watch) = signals.watch();
+        let serve = async {
+            server::run(
+                listeners,
+                state.clone(),
+                server,
+                shutdown(state.clone(), cause),
+            )
+            .await?;
+            // Leave the KV file complete, as Java's, for whatever starts next on it.
+            let kv = state.clone();
+            tokio::task::spawn_blocking(move || kv.kv().flush())
+                .await?
+                .context("cannot fold the KV journal into the KV file")?;
+            tracing::info!("name server stopped");
+            Ok(())
+        };
+        // The signal watch never ends (a second stop signal exits the process).
+        tokio::select! {
+            done = serve => done,
+            never = watch => match never {},
+        }
     })
 }
