@@ -174,26 +174,19 @@ pub async fn run(
     let connections = Arc::new(Connections::default());
     let limit = Arc::new(Semaphore::new(server.config.max_connections));
     let http_stop = CancellationToken::new();
+    // The address server and status page show the bound remoting address.
     let http = match http {
-        Some(listener) => Some(services::HttpSideDoor {
-            listener,
-            state: state.clone(),
-            remoting: remoting.local_addr()?,
-            auth: server.handles.auth.clone(),
-            limit: limit.clone(),
-            permits: server.config.max_connections as u32,
-            hard_stop: http_stop.clone(),
-        }),
+        Some(listener) => Some((listener, remoting.local_addr()?)),
         None => None,
     };
     let extra = std::mem::take(&mut server.extra);
     let mut background = services::list(services::Parts {
         state: &state,
-        config: &server.config,
-        handles: &server.handles,
-        snapshots: server.snapshots.as_ref(),
+        server: &server,
         connections: &connections,
+        limit: &limit,
         http,
+        http_stop: &http_stop,
     });
     background.extend(extra);
     service::start(background, &tracker, &cancel);

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::listener::Connections;
 use super::service::{Service, ServiceFuture};
-use super::{Handles, ServerConfig, config_reload};
+use super::{Server, config_reload};
 use crate::auth::Gate;
 use crate::config::AuthMode;
 use crate::reload::Reload;
@@ -25,27 +25,31 @@ use crate::tls::ServerTls;
 /// What the services of one server are built from.
 pub(super) struct Parts<'a> {
     pub(super) state: &'a Namesrv,
-    pub(super) config: &'a ServerConfig,
-    pub(super) handles: &'a Handles,
-    pub(super) snapshots: Option<&'a SnapshotWriter>,
+    pub(super) server: &'a Server,
     pub(super) connections: &'a Arc<Connections>,
-    pub(super) http: Option<HttpSideDoor>,
+    /// The remoting connection cap, whose permits the connections hold.
+    pub(super) limit: &'a Arc<Semaphore>,
+    /// The HTTP listener, if on, and the bound remoting address it shows.
+    pub(super) http: Option<(TcpListener, SocketAddr)>,
+    /// Stops the HTTP side door at the end of the grace period.
+    pub(super) http_stop: &'a CancellationToken,
 }
 
 /// Every background service `parts` call for, in the order they start.
 pub(super) fn list(parts: Parts<'_>) -> Vec<Box<dyn Service>> {
     let Parts {
         state,
-        config,
-        handles,
-        snapshots,
+        server,
         connections,
+        limit,
         http,
+        http_stop,
     } = parts;
+    let handles = &server.handles;
     let mut services: Vec<Box<dyn Service>> = vec![
         Box::new(ExpiryScan {
             state: state.clone(),
-            interval: config.scan_interval,
+            interval: server.config.scan_interval,
             connections: connections.clone(),
         }),
         Box::new(Sighup(handles.reload.clone())),
@@ -61,7 +65,7 @@ pub(super) fn list(parts: Parts<'_>) -> Vec<Box<dyn Service>> {
         reloads: handles.reload.subscribe(),
     }));
     services.push(Box::new(PeerChecks(state.clone())));
-    if let Some(writer) = snapshots {
+    if let Some(writer) = &server.snapshots {
         services.push(Box::new(RouteSnapshots {
             state: state.clone(),
             writer: writer.clone(),
@@ -73,8 +77,16 @@ pub(super) fn list(parts: Parts<'_>) -> Vec<Box<dyn Service>> {
             reloads: handles.reload.subscribe(),
         }));
     }
-    if let Some(http) = http {
-        services.push(Box::new(http));
+    if let Some((listener, remoting)) = http {
+        services.push(Box::new(HttpSideDoor {
+            listener,
+            state: state.clone(),
+            remoting,
+            auth: handles.auth.clone(),
+            limit: limit.clone(),
+            permits: server.config.max_connections as u32,
+            hard_stop: http_stop.clone(),
+        }));
     }
     services
 }
@@ -197,16 +209,15 @@ impl Service for TlsWatch {
 /// outlives the cancel: it keeps answering (not ready) until every remoting connection has
 /// drained — all of `limit`'s permits are back — or `hard_stop` fires at the end of the grace
 /// period.
-pub(super) struct HttpSideDoor {
-    pub(super) listener: TcpListener,
-    pub(super) state: Namesrv,
-    /// The bound remoting address, which the address server and status page show.
-    pub(super) remoting: SocketAddr,
-    pub(super) auth: Gate,
-    /// The remoting connection cap, whose permits the connections hold.
-    pub(super) limit: Arc<Semaphore>,
-    pub(super) permits: u32,
-    pub(super) hard_stop: CancellationToken,
+struct HttpSideDoor {
+    listener: TcpListener,
+    state: Namesrv,
+    remoting: SocketAddr,
+    auth: Gate,
+    limit: Arc<Semaphore>,
+    /// All of `limit`'s permits.
+    permits: u32,
+    hard_stop: CancellationToken,
 }
 
 impl Service for HttpSideDoor {
@@ -232,5 +243,63 @@ impl Service for HttpSideDoor {
             }
         };
         Box::pin(crate::http::serve(listener, state, remoting, auth, drained))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, Env};
+    use crate::kv::KvStore;
+    use crate::protocol::SerializeType;
+    use crate::server::prelude::{AllowList, Prelude};
+    use crate::server::{Handles, ServerConfig};
+    use crate::tls::ServerMode;
+
+    /// The names of the services a server with `settings` (as edited by `edit`) runs.
+    async fn names(edit: impl FnOnce(&mut Config), http: bool) -> Vec<&'static str> {
+        let dir = tempfile::tempdir().unwrap();
+        let env = Env {
+            home: dir.path().display().to_string(),
+            rocketmq_home: None,
+        };
+        let mut config = Config::defaults(&env);
+        edit(&mut config);
+        let server_config = ServerConfig::from_settings(&config.settings, SerializeType::Json);
+        let prelude = Prelude::new(
+            ServerMode::Disabled,
+            None,
+            AllowList::parse("").unwrap(),
+            Duration::from_secs(1),
+        );
+        let server = Server::new(server_config, Handles::new(Gate::off(), prelude));
+        let state = Namesrv::new(config, KvStore::open(dir.path().join("kv.json")).unwrap());
+        let http = match http {
+            true => {
+                let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let addr = listener.local_addr().unwrap();
+                Some((listener, addr))
+            }
+            false => None,
+        };
+        let list = list(Parts {
+            state: &state,
+            server: &server,
+            connections: &Arc::default(),
+            limit: &Arc::new(Semaphore::new(1)),
+            http,
+            http_stop: &CancellationToken::new(),
+        });
+        list.iter().map(|s| s.name()).collect()
+    }
+
+    #[tokio::test]
+    async fn the_list_holds_what_the_settings_turn_on() {
+        let always = ["expiry-scan", "sighup", "config-reload", "peer-checks"];
+        let cold = |c: &mut Config| c.settings.restore_routes_on_start = false;
+        assert_eq!(names(cold, false).await, always);
+        let mut all = always.to_vec();
+        all.extend(["route-snapshots", "http"]);
+        assert_eq!(names(|_| {}, true).await, all);
     }
 }
