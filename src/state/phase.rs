@@ -1,8 +1,8 @@
 //! Where the server is in its life: serving, handing over to a new process, shutting down
 //! (draining, or going away), frozen. One value, moved only forward.
 //!
-//! Java keeps the same facts in `NettyRemotingAbstract`'s shutting-down flag and
-//! `NamesrvController#shutdown`'s order of steps; here they are one [`Phase`], held in an
+//! Java keeps these facts in its remoting server's shutting-down flag and in the order of
+//! `NamesrvController#shutdown`'s steps; here they are one [`Phase`], held in an
 //! [`AtomicPhase`] so that every request and connection reads it without a lock.
 
 use std::sync::atomic::{AtomicU8, Ordering};
