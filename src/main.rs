@@ -14,6 +14,7 @@ use namesrv::server::{self, Handles, Listeners, Server, ServerConfig, Service, S
 use namesrv::shutdown::Cause;
 use namesrv::state::Namesrv;
 use namesrv::telemetry::LogOptions;
+use namesrv::tls::TlsSettings;
 use tokio::net::TcpListener;
 
 fn main() -> ExitCode {
@@ -167,10 +168,10 @@ fn run(args: Args) -> anyhow::Result<()> {
     let system: Vec<_> = (args.system_properties.iter())
         .map(|p| namesrv::tls::settings::system_property(p))
         .collect();
-    let tls_base = namesrv::tls::TlsSettings::resolve_base(&config.tls_lines, &system);
+    let tls_base = TlsSettings::resolve_base(&config.tls_lines, &system);
     if args.print_config_item {
         print!("{}", config.render_effective());
-        print!("{}", namesrv::tls::TlsSettings::reread(&tls_base).render());
+        print!("{}", TlsSettings::reread(&tls_base).render());
         return Ok(());
     }
     let audit_log = Some(&config.settings.auth_audit_log)
@@ -192,70 +193,79 @@ fn run(args: Args) -> anyhow::Result<()> {
         .thread_name("namesrv")
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(async move {
-        let s = &config.settings;
-        // Loaded before anything listens, so that a takeover that cannot load them fails
-        // while the running server still serves.
-        let server_config = ServerConfig::from_settings(s, serialize_type);
-        let auth = Gate::load(s)?;
-        let handles = Handles::new(auth, Prelude::load(&tls_base, s).context("TLS")?);
-        let (listener, http) = match args.takeover {
-            Some(pid) => take_over(pid, s).await?,
-            None => {
-                let listener = server::bind(s).await.with_context(|| {
-                    format!("cannot listen on {}:{}", s.bind_address, s.listen_port)
-                })?;
-                (listener, bind_http(s).await?)
-            }
-        };
-        let kv = KvStore::open_with(&s.kv_config_path, KvLimits::from_settings(s))?;
-        let addr = listener.local_addr()?;
-        tracing::info!(config = ?config.all_properties(), "effective configuration");
-        // Before the boot line: whoever reads it may signal at once.
-        let signals = namesrv::shutdown::listen();
-        let boot = format!(
-            "The Name Server boot success. serializeType={}, address {addr}",
-            serialize_type.name()
+    runtime.block_on(serve(config, &tls_base, serialize_type, args.takeover))
+}
+
+/// Loads what the server needs, binds (or takes the port over), announces the boot, and serves
+/// until a signal; then leaves the KV file complete.
+async fn serve(
+    config: Config,
+    tls_base: &TlsSettings,
+    serialize_type: SerializeType,
+    takeover: Option<u32>,
+) -> anyhow::Result<()> {
+    let s = &config.settings;
+    // Loaded before anything listens, so that a takeover that cannot load them fails
+    // while the running server still serves.
+    let server_config = ServerConfig::from_settings(s, serialize_type);
+    let auth = Gate::load(s)?;
+    let handles = Handles::new(auth, Prelude::load(tls_base, s).context("TLS")?);
+    let (listener, http) = match takeover {
+        Some(pid) => take_over(pid, s).await?,
+        None => {
+            let listener = server::bind(s).await.with_context(|| {
+                format!("cannot listen on {}:{}", s.bind_address, s.listen_port)
+            })?;
+            (listener, bind_http(s).await?)
+        }
+    };
+    let kv = KvStore::open_with(&s.kv_config_path, KvLimits::from_settings(s))?;
+    let addr = listener.local_addr()?;
+    tracing::info!(config = ?config.all_properties(), "effective configuration");
+    // Before the boot line: whoever reads it may signal at once.
+    let signals = namesrv::shutdown::listen();
+    let boot = format!(
+        "The Name Server boot success. serializeType={}, address {addr}",
+        serialize_type.name()
+    );
+    println!("{boot}");
+    tracing::info!("{boot}");
+    if let Some(http) = &http {
+        println!(
+            "Status page, metrics and address server at http://{}/",
+            http.local_addr()?
         );
-        println!("{boot}");
-        tracing::info!("{boot}");
-        if let Some(http) = &http {
-            println!(
-                "Status page, metrics and address server at http://{}/",
-                http.local_addr()?
-            );
-        }
-        let state = Namesrv::new(config, kv);
-        // Warm restart: the routes of the last run, before the first request.
-        if let Some(snapshot) = &server_config.snapshot {
-            state.restore_routes(&snapshot.path);
-        }
-        let listeners = Listeners {
-            remoting: listener,
-            http,
-        };
-        let server = Server::new(server_config, handles).with_service(AllocatorTrim);
-        let (cause, watch) = signals.watch();
-        let serve = async {
-            server::run(
-                listeners,
-                state.clone(),
-                server,
-                shutdown(state.clone(), cause),
-            )
-            .await?;
-            // Leave the KV file complete, as Java's, for whatever starts next on it.
-            let kv = state.clone();
-            tokio::task::spawn_blocking(move || kv.kv().flush())
-                .await?
-                .context("cannot fold the KV journal into the KV file")?;
-            tracing::info!("name server stopped");
-            Ok(())
-        };
-        // The signal watch never ends (a second stop signal exits the process).
-        tokio::select! {
-            done = serve => done,
-            never = watch => match never {},
-        }
-    })
+    }
+    let state = Namesrv::new(config, kv);
+    // Warm restart: the routes of the last run, before the first request.
+    if let Some(snapshot) = &server_config.snapshot {
+        state.restore_routes(&snapshot.path);
+    }
+    let listeners = Listeners {
+        remoting: listener,
+        http,
+    };
+    let server = Server::new(server_config, handles).with_service(AllocatorTrim);
+    let (cause, watch) = signals.watch();
+    let serving = async {
+        server::run(
+            listeners,
+            state.clone(),
+            server,
+            shutdown(state.clone(), cause),
+        )
+        .await?;
+        // Leave the KV file complete, as Java's, for whatever starts next on it.
+        let kv = state.clone();
+        tokio::task::spawn_blocking(move || kv.kv().flush())
+            .await?
+            .context("cannot fold the KV journal into the KV file")?;
+        tracing::info!("name server stopped");
+        Ok(())
+    };
+    // The signal watch never ends (a second stop signal exits the process).
+    tokio::select! {
+        done = serving => done,
+        never = watch => match never {},
+    }
 }
