@@ -10,9 +10,11 @@ use namesrv::config::{Config, Env, Settings};
 use namesrv::kv::{KvLimits, KvStore};
 use namesrv::protocol::SerializeType;
 use namesrv::server::prelude::Prelude;
-use namesrv::server::{self, Listeners, ServerConfig};
+use namesrv::server::{self, Handles, Listeners, Server, ServerConfig, Service, ServiceFuture};
+use namesrv::shutdown::Cause;
 use namesrv::state::Namesrv;
 use namesrv::telemetry::LogOptions;
+use namesrv::tls::TlsSettings;
 use tokio::net::TcpListener;
 
 fn main() -> ExitCode {
@@ -59,6 +61,25 @@ fn tune_malloc() {
     }
 }
 
+/// Returns the allocator's free memory to the system once a second ([`trim_every_second`]),
+/// as one of the server's services.
+struct AllocatorTrim;
+
+impl Service for AllocatorTrim {
+    fn name(&self) -> &'static str {
+        "allocator-trim"
+    }
+
+    fn run(self: Box<Self>, cancel: tokio_util::sync::CancellationToken) -> ServiceFuture {
+        Box::pin(async move {
+            tokio::select! {
+                () = cancel.cancelled() => {}
+                () = trim_every_second() => {}
+            }
+        })
+    }
+}
+
 /// Returns the allocator's free memory to the system once a second (on the blocking pool:
 /// it walks the free chunks under the arenas' locks).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -85,11 +106,9 @@ async fn trim_every_second() {}
 
 /// Completes when the server should stop: SIGINT/SIGTERM, or SIGUSR2 from a new process
 /// that takes the port over (the server then hands over without the GO_AWAY wait).
-async fn shutdown(state: Namesrv, mut signals: namesrv::shutdown::Signals) {
-    let handover = signals.handover();
-    tokio::select! {
-        () = signals.stop() => {}
-        () = handover => state.hand_over(),
+async fn shutdown(state: Namesrv, cause: impl Future<Output = Cause>) {
+    if cause.await == Cause::HandOver {
+        state.hand_over();
     }
 }
 
@@ -145,14 +164,14 @@ fn run(args: Args) -> anyhow::Result<()> {
     if let Some(file) = &args.config_file {
         println!("load config properties file OK, {}", file.display());
     }
-    // TLS (issue 11): the -c file's tls.* lines, then -D system properties, then tls.config.file.
+    // TLS: the -c file's tls.* lines, then -D system properties, then tls.config.file.
     let system: Vec<_> = (args.system_properties.iter())
         .map(|p| namesrv::tls::settings::system_property(p))
         .collect();
-    let tls_base = namesrv::tls::TlsSettings::resolve_base(&config.tls_lines, &system);
+    let tls_base = TlsSettings::resolve_base(&config.tls_lines, &system);
     if args.print_config_item {
         print!("{}", config.render_effective());
-        print!("{}", namesrv::tls::TlsSettings::reread(&tls_base).render());
+        print!("{}", TlsSettings::reread(&tls_base).render());
         return Ok(());
     }
     let audit_log = Some(&config.settings.auth_audit_log)
@@ -174,55 +193,66 @@ fn run(args: Args) -> anyhow::Result<()> {
         .thread_name("namesrv")
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(async move {
-        let s = &config.settings;
-        // Loaded before anything listens, so that a takeover that cannot load them fails
-        // while the running server still serves.
-        let mut server_config = ServerConfig::from_settings(s, serialize_type);
-        server_config.auth = Gate::load(s)?;
-        server_config.prelude = Prelude::load(&tls_base, s).context("TLS")?;
-        let (listener, http) = match args.takeover {
-            Some(pid) => take_over(pid, s).await?,
-            None => {
-                let listener = server::bind(s).await.with_context(|| {
-                    format!("cannot listen on {}:{}", s.bind_address, s.listen_port)
-                })?;
-                (listener, bind_http(s).await?)
-            }
-        };
-        let kv = KvStore::open_with(&s.kv_config_path, KvLimits::from_settings(s))?;
-        let addr = listener.local_addr()?;
-        tracing::info!(config = ?config.all_properties(), "effective configuration");
-        // Before the boot line: whoever reads it may signal at once.
-        let signals = namesrv::shutdown::listen();
-        let boot = format!(
-            "The Name Server boot success. serializeType={}, address {addr}",
-            serialize_type.name()
+    runtime.block_on(serve(config, &tls_base, serialize_type, args.takeover))
+}
+
+/// Loads what the server needs, binds (or takes the port over), announces the boot, and serves
+/// until a signal; then leaves the KV file complete.
+async fn serve(
+    config: Config,
+    tls_base: &TlsSettings,
+    serialize_type: SerializeType,
+    takeover: Option<u32>,
+) -> anyhow::Result<()> {
+    let s = &config.settings;
+    // Loaded before anything listens, so that a takeover that cannot load them fails
+    // while the running server still serves.
+    let server_config = ServerConfig::from_settings(s, serialize_type);
+    let auth = Gate::load(s)?;
+    let handles = Handles::new(auth, Prelude::load(tls_base, s).context("TLS")?);
+    let (listener, http) = match takeover {
+        Some(pid) => take_over(pid, s).await?,
+        None => {
+            let listener = server::bind(s).await.with_context(|| {
+                format!("cannot listen on {}:{}", s.bind_address, s.listen_port)
+            })?;
+            (listener, bind_http(s).await?)
+        }
+    };
+    let kv = KvStore::open_with(&s.kv_config_path, KvLimits::from_settings(s))?;
+    let addr = listener.local_addr()?;
+    tracing::info!(config = ?config.all_properties(), "effective configuration");
+    // Before the boot line: whoever reads it may signal at once.
+    let signals = namesrv::shutdown::listen();
+    let boot = format!(
+        "The Name Server boot success. serializeType={}, address {addr}",
+        serialize_type.name()
+    );
+    println!("{boot}");
+    tracing::info!("{boot}");
+    if let Some(http) = &http {
+        println!(
+            "Status page, metrics and address server at http://{}/",
+            http.local_addr()?
         );
-        println!("{boot}");
-        tracing::info!("{boot}");
-        if let Some(http) = &http {
-            println!(
-                "Status page, metrics and address server at http://{}/",
-                http.local_addr()?
-            );
-        }
-        let state = Namesrv::new(config, kv);
-        // Warm restart (issue 15): the routes of the last run, before the first request.
-        if let Some(snapshot) = &server_config.snapshot {
-            state.restore_routes(&snapshot.path);
-        }
-        let listeners = Listeners {
-            remoting: listener,
-            http,
-        };
-        // Ends with the runtime.
-        tokio::spawn(trim_every_second());
+    }
+    let state = Namesrv::new(config, kv);
+    // Warm restart: the routes of the last run, before the first request.
+    if let Some(snapshot) = &server_config.snapshot {
+        state.restore_routes(&snapshot.path);
+    }
+    let listeners = Listeners {
+        remoting: listener,
+        http,
+    };
+    let server = Server::new(server_config, handles).with_service(AllocatorTrim);
+    let (cause, watch) = signals.watch();
+    let serving = async {
         server::run(
             listeners,
             state.clone(),
-            server_config,
-            shutdown(state.clone(), signals),
+            server,
+            shutdown(state.clone(), cause),
         )
         .await?;
         // Leave the KV file complete, as Java's, for whatever starts next on it.
@@ -232,5 +262,10 @@ fn run(args: Args) -> anyhow::Result<()> {
             .context("cannot fold the KV journal into the KV file")?;
         tracing::info!("name server stopped");
         Ok(())
-    })
+    };
+    // The signal watch never ends (a second stop signal exits the process).
+    tokio::select! {
+        done = serving => done,
+        never = watch => match never {},
+    }
 }

@@ -2,6 +2,8 @@
 //! ends the process at once. SIGUSR2 asks the server to hand over to a new process that
 //! takes over its port (`namesrv --takeover`, see [`crate::server::handover`]).
 
+use std::convert::Infallible;
+
 /// The shutdown signals, listened to from the moment [`listen`] returns: a signal that arrives
 /// before the server first waits for it (say, just after the boot line) is not lost, and does
 /// not kill the process with the default action.
@@ -30,22 +32,50 @@ pub fn listen() -> Signals {
     Signals {}
 }
 
+/// Why the server stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// SIGINT or SIGTERM.
+    Stop,
+    /// SIGUSR2: a new server process takes over the port.
+    HandOver,
+}
+
 impl Signals {
-    /// Completes on the first SIGINT or SIGTERM, and arranges for a second one to exit the
-    /// process immediately with status 130.
-    pub async fn stop(mut self) {
-        self.first_stop().await;
-        tracing::info!("shutdown signal received; send another to exit at once");
-        tokio::spawn(async move {
+    /// Splits the signals into the cause the server waits for and the watch that delivers
+    /// it. The watch never completes, so the caller races it against the rest of the process
+    /// (nothing is spawned): after the first SIGINT or SIGTERM a second one exits the process
+    /// at once with status 130; after SIGUSR2 the stop signals are no longer watched.
+    pub fn watch(
+        mut self,
+    ) -> (
+        impl Future<Output = Cause> + Send + 'static,
+        impl Future<Output = Infallible> + Send + 'static,
+    ) {
+        let (cause, caused) = tokio::sync::oneshot::channel();
+        let handover = self.handover();
+        let watch = async move {
+            tokio::select! {
+                () = self.first_stop() => {}
+                () = handover => {
+                    let _ = cause.send(Cause::HandOver);
+                    return std::future::pending().await;
+                }
+            }
+            tracing::info!("shutdown signal received; send another to exit at once");
+            let _ = cause.send(Cause::Stop);
             self.first_stop().await;
             tracing::warn!("second signal: exiting now");
-            std::process::exit(130);
-        });
+            std::process::exit(130)
+        };
+        // The watch outlives the server; should it be dropped first, the server stops.
+        let cause = async move { caused.await.unwrap_or(Cause::Stop) };
+        (cause, watch)
     }
 
     /// Completes on SIGUSR2: a new server process is taking over (never, where there is
-    /// none). Takes the SIGUSR2 listener out of `self`, so call it before [`Signals::stop`].
-    pub fn handover(&mut self) -> impl Future<Output = ()> + Send + 'static {
+    /// none).
+    fn handover(&mut self) -> impl Future<Output = ()> + Send + use<> {
         #[cfg(unix)]
         let usr2 = self.usr2.take();
         async move {

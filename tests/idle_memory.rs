@@ -12,11 +12,12 @@ use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
 use std::time::Duration;
 
 use bytes::BytesMut;
+use namesrv::auth::Gate;
 use namesrv::config::{Config, Env};
 use namesrv::kv::KvStore;
 use namesrv::protocol::{RemotingCommand, SerializeType, encode_frame};
 use namesrv::server::prelude::Prelude;
-use namesrv::server::{self, ServerConfig};
+use namesrv::server::{self, Handles, Server, ServerConfig};
 use namesrv::state::Namesrv;
 use namesrv::tls::TlsSettings;
 
@@ -83,12 +84,13 @@ async fn start_server(
     let kv = KvStore::open(std::path::PathBuf::from(&config.settings.kv_config_path)).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let mut server_config = ServerConfig::from_settings(&config.settings, SerializeType::Json);
+    let server_config = ServerConfig::from_settings(&config.settings, SerializeType::Json);
     let tls = TlsSettings {
         config_file: home.join("absent-tls.properties"),
         ..TlsSettings::default()
     };
-    server_config.prelude = Prelude::load(&tls, &config.settings).unwrap();
+    let prelude = Prelude::load(&tls, &config.settings).unwrap();
+    let server_config = Server::new(server_config, Handles::new(Gate::off(), prelude));
     let state = Namesrv::new(config, kv);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(server::run(listener, state, server_config, async {

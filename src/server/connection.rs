@@ -270,7 +270,7 @@ impl Conn<'_> {
     async fn handle(&mut self, frame: Bytes) -> Result<Option<RemotingCommand>, End> {
         let (served, registered) = if frame.len() > INLINE_FRAME_MAX {
             let (state, conn, peer) = (self.state.clone(), self.conn, self.peer);
-            let auth = self.server.config.auth.clone();
+            let auth = self.server.handles.auth.clone();
             self.offloaded(Lane::Cpu, move |now| {
                 let (request, _) = decode_frame(frame)?;
                 Ok(handle_request(&state, (conn, peer, &auth), now, &request))
@@ -287,12 +287,12 @@ impl Conn<'_> {
             };
             match lane {
                 None => {
-                    let who = (self.conn, self.peer, &self.server.config.auth);
+                    let who = (self.conn, self.peer, &self.server.handles.auth);
                     handle_request(&self.state, who, Instant::now(), &request)
                 }
                 Some(lane) => {
                     let (state, conn, peer) = (self.state.clone(), self.conn, self.peer);
-                    let auth = self.server.config.auth.clone();
+                    let auth = self.server.handles.auth.clone();
                     self.offloaded(lane, move |now| {
                         handle_request(&state, (conn, peer, &auth), now, &request)
                     })

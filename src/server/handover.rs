@@ -17,13 +17,13 @@
 //!    not accept them yet;
 //! 2. it sends the old process SIGUSR2: the old one (skipping the GO_AWAY wait of
 //!    `enableShutdownGracefully`, whose clients would only wait in the new one's queue)
-//!    accepts what was already queued for it,
-//!    closes its listener, answers what its connections had sent, writes its final route
-//!    snapshot and KV file, and exits;
+//!    accepts what was already queued for it, closes its listener, answers what its
+//!    connections had sent, writes its final route snapshot and KV file, and exits;
 //! 3. once the old process is gone, the new one loads the KV store and the snapshot (and
-//!    binds the HTTP port, if the old one held it) and starts accepting. Clients waited in the queue; none was refused. A request sent on an
-//!    old connection after the old server's last read finds the connection closed, and the
-//!    client sends it again on a new one.
+//!    binds the HTTP port, if the old one held it) and starts accepting. Clients waited in
+//!    the queue; none was refused. A request sent on an old connection after the old
+//!    server's last read finds the connection closed, and the client sends it again on a
+//!    new one.
 //!
 //! Linux only (the steering program); elsewhere a takeover is refused.
 

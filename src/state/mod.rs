@@ -8,6 +8,7 @@
 pub mod housekeeping;
 pub mod liveness;
 pub mod peering;
+mod phase;
 pub mod protection;
 pub mod readiness;
 pub mod route_cache;
@@ -15,7 +16,7 @@ pub mod route_table;
 pub mod snapshot;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use tokio::time::Instant;
@@ -23,6 +24,8 @@ use tokio::time::Instant;
 use crate::config::Config;
 use crate::kv::KvStore;
 use crate::metrics::{Eviction, Metrics};
+pub use phase::Phase;
+use phase::{AtomicPhase, Event};
 use route_table::unregister::Unregistration;
 pub use route_table::{ConnId, RouteTable};
 
@@ -51,17 +54,10 @@ struct Shared {
     next_conn: AtomicU64,
     /// What the server has done so far (`/metrics`).
     metrics: Metrics,
-    /// Set when shutdown begins: the server is draining and no longer ready.
-    shutting_down: AtomicBool,
-    /// Set when shutdown closes every connection: from then on a closing connection no
-    /// longer unregisters its brokers, so the final route snapshot keeps them (issue 15).
-    routes_frozen: AtomicBool,
-    /// Set while a graceful shutdown tells newer clients to go away (`GO_AWAY`, issue 15).
-    going_away: AtomicBool,
-    /// Set when a new server process takes over (issue 15): the shutdown skips the GO_AWAY
-    /// wait, since the clients it would send away are queued for the new process.
-    handing_over: AtomicBool,
-    /// This node among its peers, and the last report of the peer checks (issue 15).
+    /// Serving, handing over, shutting down or frozen: read by readiness, dispatch
+    /// (`GO_AWAY`) and closing connections.
+    phase: AtomicPhase,
+    /// This node among its peers, and the last report of the peer checks.
     peering: peering::Peering,
 }
 
@@ -78,10 +74,7 @@ impl Namesrv {
                 started: Instant::now(),
                 next_conn: AtomicU64::new(1),
                 metrics: Metrics::default(),
-                shutting_down: AtomicBool::new(false),
-                routes_frozen: AtomicBool::new(false),
-                going_away: AtomicBool::new(false),
-                handing_over: AtomicBool::new(false),
+                phase: AtomicPhase::new(),
                 peering: peering::Peering::new(),
             }),
         }
@@ -166,14 +159,19 @@ impl Namesrv {
         OpenConnection(self.clone())
     }
 
+    /// Where the server is in its life.
+    pub fn phase(&self) -> Phase {
+        self.inner.phase.load()
+    }
+
     /// Marks the server as shutting down (draining its connections).
     pub fn begin_shutdown(&self) {
-        self.inner.shutting_down.store(true, Ordering::Release);
+        self.inner.phase.apply(Event::BeginShutdown);
     }
 
     /// Whether shutdown has begun.
     pub fn shutting_down(&self) -> bool {
-        self.inner.shutting_down.load(Ordering::Acquire)
+        self.phase().shutting_down()
     }
 
     /// A connection idled out: unregister brokers it still owned, unless eviction protection
@@ -192,32 +190,28 @@ impl Namesrv {
     /// Shutdown is closing every connection: their brokers stay registered from now on (the
     /// process is about to exit, and the last route snapshot should show them).
     pub fn freeze_routes(&self) {
-        self.inner.routes_frozen.store(true, Ordering::Release);
+        self.inner.phase.apply(Event::Freeze);
     }
 
     /// Whether [`Namesrv::freeze_routes`] was called.
     pub fn routes_frozen(&self) -> bool {
-        self.inner.routes_frozen.load(Ordering::Acquire)
+        self.phase().routes_frozen()
     }
 
-    /// From now on, requests of clients newer than 5.3.1 are answered `GO_AWAY`.
+    /// From now on (the shutdown having begun), requests of clients newer than 5.3.1 are
+    /// answered `GO_AWAY`.
     pub fn go_away(&self) {
-        self.inner.going_away.store(true, Ordering::Release);
+        self.inner.phase.apply(Event::GoAway);
     }
 
     /// Whether [`Namesrv::go_away`] was called.
     pub fn going_away(&self) -> bool {
-        self.inner.going_away.load(Ordering::Acquire)
+        self.phase().going_away()
     }
 
     /// A new server process takes over: the coming shutdown hands over at once.
     pub fn hand_over(&self) {
-        self.inner.handing_over.store(true, Ordering::Release);
-    }
-
-    /// Whether [`Namesrv::hand_over`] was called.
-    pub fn handing_over(&self) -> bool {
-        self.inner.handing_over.load(Ordering::Acquire)
+        self.inner.phase.apply(Event::HandOver);
     }
 
     /// The eviction-protection settings in force now.

@@ -16,7 +16,7 @@ use namesrv::protocol::{
 };
 use namesrv::reload::Reload;
 use namesrv::server::prelude::Prelude;
-use namesrv::server::{self, Listeners, ServerConfig};
+use namesrv::server::{self, Handles, Listeners, Server, ServerConfig};
 use namesrv::state::Namesrv;
 use namesrv::tls::TlsSettings;
 use std::sync::Arc;
@@ -113,12 +113,14 @@ impl TestServer {
         let kv = KvStore::open_with(kv_path, KvLimits::from_settings(&config.settings)).unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let mut server_config = ServerConfig::from_settings(&config.settings, SerializeType::Json);
-        server_config.auth = Gate::load(&config.settings).unwrap();
-        server_config.prelude = Prelude::load(&tls_base(&opts, &config, &dir), &config.settings)
-            .expect("TLS settings load");
-        let (auth, reload) = (server_config.auth.clone(), server_config.reload.clone());
-        let prelude = server_config.prelude.clone();
+        let server_config = ServerConfig::from_settings(&config.settings, SerializeType::Json);
+        let handles = Handles::new(
+            Gate::load(&config.settings).unwrap(),
+            Prelude::load(&tls_base(&opts, &config, &dir), &config.settings)
+                .expect("TLS settings load"),
+        );
+        let (auth, reload) = (handles.auth.clone(), handles.reload.clone());
+        let prelude = handles.prelude.clone();
         let state = Namesrv::new(config, kv);
         let http_listener = match opts.http {
             true => Some(TcpListener::bind("127.0.0.1:0").await.unwrap()),
@@ -137,7 +139,7 @@ impl TestServer {
         let task = tokio::spawn(server::run(
             listeners,
             state.clone(),
-            server_config,
+            Server::new(server_config, handles),
             async {
                 let _ = rx.await;
             },

@@ -18,40 +18,53 @@ use crate::config::Settings;
 use crate::state::Namesrv;
 
 /// Where and how often snapshots are written.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SnapshotConfig {
     /// The snapshot file.
     pub path: PathBuf,
     /// Period of the background write.
     pub interval: Duration,
-    /// Held while a snapshot is written, so that a periodic write still running when the
-    /// shutdown write starts cannot interleave with it.
-    writer: Arc<Mutex<()>>,
 }
 
 impl SnapshotConfig {
-    /// Snapshots of `path` every `interval`.
-    pub fn new(path: PathBuf, interval: Duration) -> SnapshotConfig {
-        SnapshotConfig {
-            path,
-            interval,
-            writer: Arc::default(),
-        }
-    }
-
     /// The snapshot configuration `settings` ask for, if warm restarts are on.
     pub fn from_settings(s: &Settings) -> Option<SnapshotConfig> {
-        s.restore_routes_on_start.then(|| {
-            let interval = s.route_snapshot_interval_millis.duration();
-            SnapshotConfig::new(s.route_snapshot_file(), interval)
+        s.restore_routes_on_start.then(|| SnapshotConfig {
+            path: s.route_snapshot_file(),
+            interval: s.route_snapshot_interval_millis.duration(),
         })
     }
 }
 
+/// Writes the snapshots of one [`SnapshotConfig`], one write at a time. Cheap to clone: the
+/// periodic task and the shutdown write share it.
+#[derive(Debug, Clone)]
+pub struct SnapshotWriter {
+    config: SnapshotConfig,
+    /// Held while a snapshot is written, so that a periodic write still running when the
+    /// shutdown write starts cannot interleave with it.
+    writing: Arc<Mutex<()>>,
+}
+
+impl SnapshotWriter {
+    /// A writer of the snapshots `config` describes.
+    pub fn new(config: SnapshotConfig) -> SnapshotWriter {
+        SnapshotWriter {
+            config,
+            writing: Arc::default(),
+        }
+    }
+
+    /// Where and how often it writes.
+    pub fn config(&self) -> &SnapshotConfig {
+        &self.config
+    }
+}
+
 /// Copies the table and writes it on the blocking pool.
-async fn write(state: &Namesrv, config: &SnapshotConfig, reason: Reason) -> std::io::Result<()> {
+async fn write(state: &Namesrv, writer: &SnapshotWriter, reason: Reason) -> std::io::Result<()> {
     let parts = state.route_parts();
-    let (path, writer) = (config.path.clone(), config.writer.clone());
+    let (path, writer) = (writer.config.path.clone(), writer.writing.clone());
     let meta = Meta::now(reason);
     tokio::task::spawn_blocking(move || {
         let _writing = writer.lock();
@@ -61,10 +74,11 @@ async fn write(state: &Namesrv, config: &SnapshotConfig, reason: Reason) -> std:
     .map_err(std::io::Error::other)?
 }
 
-/// Writes the route table to `config.path` now. Returns whether the write succeeded
+/// Writes the route table to the writer's file now. Returns whether the write succeeded
 /// (a failure is logged).
-pub async fn write_now(state: &Namesrv, config: &SnapshotConfig, reason: Reason) -> bool {
-    match write(state, config, reason).await {
+pub async fn write_now(state: &Namesrv, writer: &SnapshotWriter, reason: Reason) -> bool {
+    let config = writer.config();
+    match write(state, writer, reason).await {
         Ok(()) => true,
         Err(e) => {
             tracing::warn!(file = %config.path.display(), error = %e, ?reason, "cannot write the route snapshot");
@@ -73,8 +87,10 @@ pub async fn write_now(state: &Namesrv, config: &SnapshotConfig, reason: Reason)
     }
 }
 
-/// Writes a snapshot every `config.interval` while the table changes, until `cancel` fires.
-pub async fn run(state: Namesrv, config: SnapshotConfig, cancel: CancellationToken) {
+/// Writes a snapshot every `interval` of the writer's config while the table changes, until
+/// `cancel` fires.
+pub async fn run(state: Namesrv, writer: SnapshotWriter, cancel: CancellationToken) {
+    let config = writer.config().clone();
     let mut ticks = tokio::time::interval_at(Instant::now() + config.interval, config.interval);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut written_stamp = None;
@@ -88,7 +104,7 @@ pub async fn run(state: Namesrv, config: SnapshotConfig, cancel: CancellationTok
         if written_stamp == Some(stamp) {
             continue;
         }
-        match write(&state, &config, Reason::Periodic).await {
+        match write(&state, &writer, Reason::Periodic).await {
             Ok(()) => {
                 if failing {
                     tracing::info!(file = %config.path.display(), "route snapshot written again");
