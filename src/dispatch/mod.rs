@@ -6,24 +6,54 @@
 
 pub mod table;
 
-pub use table::{Cost, Handler, NAMESRV, RequestTable, Route, Writes};
+pub use table::{Cost, Handler, Later, NAMESRV, RequestTable, Route, Writes, index_of, numbered};
 
-use crate::auth::{Access, Gate};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
+
+use tokio::time::Instant;
+
+use crate::auth::{Access, Gate, Ticket};
 use crate::error::HandlerError;
 use crate::handlers::{Context, Effects, HandlerResult};
 use crate::metrics::{Registration, RequestSeries};
 use crate::protocol::RemotingCommand;
 use crate::protocol::code::{response, version};
+use crate::state::Namesrv;
 
 /// What serving one request gave: the response to write, if any, and whether the request
-/// registered a broker on its connection (closing the connection then unregisters it).
+/// registered a broker on its connection (closing the connection then unregisters it) — or,
+/// for a handler that finishes later, the [`Pending`] that will give them.
 #[derive(Debug)]
 pub struct Served {
-    /// `None` for one-way requests and for stray responses (the name server sends no
-    /// requests on accepted connections).
+    /// `None` for one-way requests, for stray responses (the name server sends no requests
+    /// on accepted connections) and while `pending`.
     pub response: Option<RemotingCommand>,
     /// A broker now belongs to the request's connection.
     pub registered_broker: bool,
+    /// Set when the handler finishes later: the connection awaits it beside its other
+    /// requests and writes what it gives (its response carries the request's opaque).
+    pub pending: Option<Pending>,
+}
+
+/// The rest of a request whose handler finishes later: metrics, audit line and opaque are
+/// done when it completes, as for any other request.
+pub struct Pending(Pin<Box<dyn Future<Output = Served> + Send + 'static>>);
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pending")
+    }
+}
+
+impl Future for Pending {
+    type Output = Served;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Served> {
+        self.0.as_mut().poll(cx)
+    }
 }
 
 impl Served {
@@ -31,6 +61,7 @@ impl Served {
         Served {
             response: None,
             registered_broker: false,
+            pending: None,
         }
     }
 
@@ -42,7 +73,7 @@ impl Served {
         response.opaque = req.opaque;
         Served {
             response: Some(response),
-            registered_broker: false,
+            ..Served::nothing()
         }
     }
 }
@@ -98,20 +129,59 @@ pub fn serve(
             return Served::answer(req, resp);
         }
     };
-    let result = match route {
-        Some(route) => run(route, ctx, req),
-        None => Ok(not_supported(req.code).into()),
+    let done = Done {
+        state: ctx.state,
+        now: ctx.now,
+        peer: ctx.peer,
+        route,
     };
-    let storage_failed = matches!(&result, Err(HandlerError::Storage { .. }));
-    let (resp, effects) = match result {
-        Ok(reply) => (reply.response, reply.effects),
-        Err(e) => (error_response(req, &e), Effects::default()),
-    };
-    record(ctx, route, resp.code, effects, storage_failed);
-    ticket.record(req, ctx.peer, (!req.is_oneway()).then_some(resp.code));
-    Served {
-        registered_broker: effects.registered_broker,
-        ..Served::answer(req, resp)
+    match route.map(|r| r.handler) {
+        Some(Handler::Sync(handler)) => done.finish(req, ticket, handler(ctx, req)),
+        Some(Handler::Async(handler)) => {
+            let later = handler(ctx, req);
+            let (state, req) = (ctx.state.clone(), req.clone());
+            let (now, peer) = (done.now, done.peer);
+            Served {
+                pending: Some(Pending(Box::pin(async move {
+                    let result = later.await;
+                    let done = Done {
+                        state: &state,
+                        now,
+                        peer,
+                        route,
+                    };
+                    done.finish(&req, ticket, result)
+                }))),
+                ..Served::nothing()
+            }
+        }
+        None => done.finish(req, ticket, Ok(not_supported(req.code).into())),
+    }
+}
+
+/// What finishing a request needs besides its result.
+struct Done<'a> {
+    state: &'a Namesrv,
+    /// When the request was taken up: requests are timed from here.
+    now: Instant,
+    peer: SocketAddr,
+    route: Option<&'static Route>,
+}
+
+impl Done<'_> {
+    /// The response `result` gives, with the metrics and the audit line recorded.
+    fn finish(&self, req: &RemotingCommand, ticket: Ticket, result: HandlerResult) -> Served {
+        let storage_failed = matches!(&result, Err(HandlerError::Storage { .. }));
+        let (resp, effects) = match result {
+            Ok(reply) => (reply.response, reply.effects),
+            Err(e) => (error_response(req, &e), Effects::default()),
+        };
+        self.record(resp.code, effects, storage_failed);
+        ticket.record(req, self.peer, (!req.is_oneway()).then_some(resp.code));
+        Served {
+            registered_broker: effects.registered_broker,
+            ..Served::answer(req, resp)
+        }
     }
 }
 
@@ -133,13 +203,6 @@ fn not_supported(code: i32) -> RemotingCommand {
     )
 }
 
-/// Runs the row's handler.
-fn run(route: &Route, ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
-    match route.handler {
-        Handler::Sync(handler) => handler(ctx, req),
-    }
-}
-
 /// The response a handler error gives; internal faults are logged as errors.
 fn error_response(req: &RemotingCommand, e: &HandlerError) -> RemotingCommand {
     if e.is_internal() {
@@ -150,30 +213,28 @@ fn error_response(req: &RemotingCommand, e: &HandlerError) -> RemotingCommand {
     e.to_response()
 }
 
-/// Metrics: counts and times every request, and notes how registrations and durable writes
-/// ended. The one place requests are recorded.
-fn record(
-    ctx: &Context<'_>,
-    route: Option<&Route>,
-    response_code: i32,
-    effects: Effects,
-    storage_failed: bool,
-) {
-    let metrics = ctx.state.metrics();
-    let elapsed = ctx.now.elapsed();
-    let series = route.map_or(RequestSeries::OTHER, |r| r.metric);
-    metrics.request(series, response_code, elapsed);
-    let success = response_code == response::SUCCESS;
-    match route.map_or(Writes::Nothing, |r| r.writes) {
-        Writes::Nothing => {}
-        Writes::Registration => metrics.registration(match effects.registration {
-            Some(applied) if success => applied,
-            _ => Registration::Refused,
-        }),
-        // Writes that reached the disk: refused requests (a missing field, a black-listed
-        // key) never got that far.
-        Writes::Durable(kind) if success || storage_failed => metrics.write(kind, elapsed, success),
-        Writes::Durable(_) => {}
+impl Done<'_> {
+    /// Metrics: counts and times every request, and notes how registrations and durable
+    /// writes ended. The one place requests are recorded.
+    fn record(&self, response_code: i32, effects: Effects, storage_failed: bool) {
+        let metrics = self.state.metrics();
+        let elapsed = self.now.elapsed();
+        let series = self.route.map_or(RequestSeries::OTHER, |r| r.metric);
+        metrics.request(series, response_code, elapsed);
+        let success = response_code == response::SUCCESS;
+        match self.route.map_or(Writes::Nothing, |r| r.writes) {
+            Writes::Nothing => {}
+            Writes::Registration => metrics.registration(match effects.registration {
+                Some(applied) if success => applied,
+                _ => Registration::Refused,
+            }),
+            // Writes that reached the disk: refused requests (a missing field, a black-listed
+            // key) never got that far.
+            Writes::Durable(kind) if success || storage_failed => {
+                metrics.write(kind, elapsed, success)
+            }
+            Writes::Durable(_) => {}
+        }
     }
 }
 

@@ -7,6 +7,9 @@
 //! A table is a value ([`RequestTable`]): a second remoting listener serves its own table
 //! through the same connection code. [`NAMESRV`] is the name server's.
 
+use std::future::Future;
+use std::pin::Pin;
+
 use crate::auth::{Access, Audit, Permission};
 use crate::handlers::{self, Context, HandlerResult};
 use crate::metrics::{LatencyClass, RequestSeries, Write, codes};
@@ -28,18 +31,27 @@ pub enum Cost {
     Listing,
 }
 
-/// How a row's handler runs. One kind today; a handler that finishes later (its response
-/// written when a future completes) would be a second.
+/// The reply of a handler that finishes later: it owns what it needs (clones of the state
+/// handle, the request's fields), so the connection can keep serving while it waits.
+pub type Later = Pin<Box<dyn Future<Output = HandlerResult> + Send + 'static>>;
+
+/// How a row's handler runs.
 #[derive(Clone, Copy)]
 pub enum Handler {
     /// Runs to completion on the thread [`Cost`] chose, and returns the reply.
     Sync(fn(&Context<'_>, &RemotingCommand) -> HandlerResult),
+    /// Starts on the thread [`Cost`] chose and returns a future of the reply, which the
+    /// connection awaits beside its other requests (the controller waits for a consensus
+    /// commit this way). Its response is written when the future completes, matched to the
+    /// request by its opaque: later requests on the same connection may be answered first.
+    Async(fn(&Context<'_>, &RemotingCommand) -> Later),
 }
 
 impl std::fmt::Debug for Handler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Handler::Sync(_) => f.write_str("Handler::Sync"),
+            Handler::Async(_) => f.write_str("Handler::Async"),
         }
     }
 }
@@ -77,7 +89,7 @@ pub struct Route {
 impl Route {
     /// A quick, unaudited row that writes nothing; `label` is the `request_code` label value
     /// (the lower-cased `name`).
-    const fn new(
+    pub const fn new(
         code: i32,
         name: &'static str,
         label: &'static str,
@@ -100,13 +112,23 @@ impl Route {
         }
     }
 
-    const fn cost(mut self, cost: Cost) -> Route {
+    /// The row with an asynchronous handler instead.
+    pub const fn finishing_later(
+        mut self,
+        handler: fn(&Context<'_>, &RemotingCommand) -> Later,
+    ) -> Route {
+        self.handler = Handler::Async(handler);
+        self
+    }
+
+    /// The row, running in `cost`'s lane.
+    pub const fn cost(mut self, cost: Cost) -> Route {
         self.cost = cost;
         self
     }
 
     /// An admin row whose audit lines show `fields`.
-    const fn audited(mut self, fields: &'static [&'static str]) -> Route {
+    pub const fn audited(mut self, fields: &'static [&'static str]) -> Route {
         self.access = Access::audited(Audit {
             request: self.name,
             fields,
@@ -116,7 +138,7 @@ impl Route {
     }
 
     /// An admin row whose audit lines name the configuration keys its body sets.
-    const fn audited_with_config_keys(mut self) -> Route {
+    pub const fn audited_with_config_keys(mut self) -> Route {
         self.access = Access::audited(Audit {
             request: self.name,
             fields: &[],
@@ -125,7 +147,8 @@ impl Route {
         self
     }
 
-    const fn writes(mut self, writes: Writes) -> Route {
+    /// The row, with what its success adds to the metrics.
+    pub const fn writes(mut self, writes: Writes) -> Route {
         self.writes = writes;
         self
     }
@@ -145,6 +168,16 @@ pub struct RequestTable {
 const NO_ROW: u8 = u8::MAX;
 
 impl RequestTable {
+    /// The table `name` of `rows` (numbered by [`numbered`]) and their `index` (by
+    /// [`index_of`]), both statics.
+    pub const fn new(
+        name: &'static str,
+        rows: &'static [Route],
+        index: &'static [u8],
+    ) -> RequestTable {
+        RequestTable { name, rows, index }
+    }
+
     /// The row of `code`, if the table serves it.
     #[inline]
     pub fn route(&self, code: i32) -> Option<&'static Route> {
@@ -158,8 +191,9 @@ impl RequestTable {
     }
 }
 
-/// `rows` with their metric slots numbered from `first_slot`, in order.
-const fn numbered<const N: usize>(mut rows: [Route; N], first_slot: usize) -> [Route; N] {
+/// `rows` with their metric slots numbered from `first_slot`, in order. Each table numbers
+/// its rows from a slot range of its own: a slot's label is the label first counted in it.
+pub const fn numbered<const N: usize>(mut rows: [Route; N], first_slot: usize) -> [Route; N] {
     assert!(
         first_slot + N < codes::REQUEST_SLOTS,
         "more rows than metric slots"
@@ -173,7 +207,7 @@ const fn numbered<const N: usize>(mut rows: [Route; N], first_slot: usize) -> [R
 }
 
 /// The code → row index of `rows` over codes `0..M`.
-const fn index_of<const M: usize>(rows: &[Route]) -> [u8; M] {
+pub const fn index_of<const M: usize>(rows: &[Route]) -> [u8; M] {
     assert!(rows.len() < NO_ROW as usize);
     let mut index = [NO_ROW; M];
     let mut i = 0;
@@ -242,8 +276,4 @@ static NAMESRV_INDEX: [u8; 1024] = index_of(&NAMESRV_ROWS);
 static NAMESRV_ROUTES: [Route; 23] = NAMESRV_ROWS;
 
 /// The name server's request table.
-pub static NAMESRV: RequestTable = RequestTable {
-    name: "namesrv",
-    rows: &NAMESRV_ROUTES,
-    index: &NAMESRV_INDEX,
-};
+pub static NAMESRV: RequestTable = RequestTable::new("namesrv", &NAMESRV_ROUTES, &NAMESRV_INDEX);
