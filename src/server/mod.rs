@@ -11,6 +11,7 @@ mod connection;
 pub mod handover;
 mod io;
 pub(crate) mod offload;
+pub mod outbound;
 mod port_owner;
 pub mod prelude;
 
@@ -66,6 +67,8 @@ pub struct ServerConfig {
     /// by [`ServerConfig::from_settings`]; `main` (and the tests) set it with
     /// [`Prelude::load`], which reads the `tls.*` keys.
     pub prelude: Prelude,
+    /// Requests the server sends to its connected clients; the caller keeps a clone.
+    pub outbound: outbound::Outbound,
 }
 
 impl ServerConfig {
@@ -92,6 +95,7 @@ impl ServerConfig {
                     .expect("validated with the settings"),
                 Duration::from_millis(s.handshake_timeout_millis as u64),
             ),
+            outbound: outbound::Outbound::new(),
         }
     }
 }
