@@ -245,8 +245,14 @@ impl Conn<'_> {
     /// Encodes the requests the server queued for this connection into `output`.
     fn encode_outbound(&self, output: &mut BytesMut) {
         for request in self.outbound.line().take_queued() {
-            encode_frame(&request, self.server.config.serialize_type, output);
+            self.encode(&request, output);
         }
+    }
+
+    /// Queues `cmd` in `output`: the one path by which responses and the server's own
+    /// requests reach the client, written (and counted by the budget) alike.
+    fn encode(&self, cmd: &RemotingCommand, output: &mut BytesMut) {
+        encode_frame(cmd, self.server.config.serialize_type, output);
     }
 
     /// Reads what the socket has without waiting; `true` if bytes arrived.
@@ -288,7 +294,7 @@ impl Conn<'_> {
             let response = self.handle(frame).await;
             self.in_flight = 0;
             if let Some(response) = response? {
-                encode_frame(&response, config.serialize_type, output);
+                self.encode(&response, output);
             }
             self.report(input, output)?;
             if output.len() >= config.max_queued_response_bytes

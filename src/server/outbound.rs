@@ -1,10 +1,11 @@
-//! Requests the server sends to its connected clients: the seam through which a service tells
-//! a client something over the connection the client opened (the controller tells brokers of
-//! role changes this way, as Java's `ControllerManager#notifyBrokerRoleChanged` does with
-//! `NOTIFY_BROKER_ROLE_CHANGED`).
+//! Requests the server sends to its connected clients, over the connection the client opened:
+//! Java's `RemotingServer#invokeSync` / `#invokeOneway` on a channel, as `Broker2Client` uses
+//! them to reach consumers and producers. (Java's controller tells brokers of role changes
+//! differently: `ControllerManager#doNotifyBrokerRoleChanged` dials the broker's own address
+//! with a remoting client.)
 //!
 //! [`Outbound`] is a cheap handle, made by whoever calls [`super::run`] and kept by any code
-//! that must reach a client by its [`ConnId`]. Each connection attaches a [`Line`] while it is
+//! that must reach a client by its [`ConnId`]. Each connection attaches a line while it is
 //! served: a short queue of requests to write and the table of requests waiting for a
 //! response. The handle assigns every request its opaque, as Java's
 //! `RemotingCommand#createRequestCommand` does from one counter; the client answers with the
@@ -14,8 +15,8 @@
 //!
 //! Both tables are bounded, and a waiter that gives up (timeout, or its future dropped)
 //! takes its entry out itself, so nothing grows without bound. When the connection ends,
-//! every waiter learns it at once. A line is small and holds no allocation while it is
-//! empty: thousands of idle connections each carry one.
+//! every waiter learns it at once. A line is a few words, and its tables take no memory while
+//! they are empty: thousands of idle connections each carry one.
 
 use std::collections::HashMap;
 use std::future::Future;

@@ -28,12 +28,18 @@ struct Served {
 }
 
 async fn serve() -> Served {
+    serve_with("").await
+}
+
+/// A server configured by `properties` (as in a config file).
+async fn serve_with(properties: &str) -> Served {
     let home = tempfile::tempdir().unwrap();
     let env = Env {
         home: home.path().display().to_string(),
         rocketmq_home: None,
     };
-    let config = Config::load(None, &env).unwrap();
+    let props = namesrv::config::properties::parse(properties).unwrap();
+    let config = Config::from_properties(&props, "test", &env).unwrap();
     let kv = KvStore::open(std::path::PathBuf::from(&config.settings.kv_config_path)).unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -256,4 +262,20 @@ async fn the_clients_own_requests_are_answered_in_order_while_one_waits() {
         waiting.await.unwrap().unwrap().remark.as_deref(),
         Some("ok")
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn writing_a_request_counts_as_activity_for_the_idle_timeout() {
+    let served = serve_with("serverChannelMaxIdleTimeSeconds=10").await;
+    let (mut client, conn) = served.client().await;
+    for _ in 0..5 {
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        served.outbound.oneway(conn, role_changed()).unwrap();
+        assert!(client.recv().await.unwrap().is_oneway());
+    }
+    // 30 s without a request of the client's, never 10 s without a write.
+    assert_eq!(kv_get(&mut client).await.code, response::QUERY_NOT_FOUND);
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    assert!(client.closed_without_reply().await, "idle for 11 s");
+    assert!(!served.outbound.connections().contains(&conn));
 }
