@@ -279,3 +279,27 @@ async fn writing_a_request_counts_as_activity_for_the_idle_timeout() {
     assert!(client.closed_without_reply().await, "idle for 11 s");
     assert!(!served.outbound.connections().contains(&conn));
 }
+
+#[tokio::test]
+async fn a_large_response_decoded_off_the_connection_reaches_its_waiter() {
+    let served = serve().await;
+    let (mut client, conn) = served.client().await;
+    let outbound = served.outbound.clone();
+    let waiting = tokio::spawn(async move {
+        outbound
+            .request(conn, role_changed(), Duration::from_secs(30))
+            .await
+    });
+    let sent = client.recv().await.unwrap();
+    // Over the 64 KiB the connection decodes on its own task.
+    let body = vec![b'x'; 200 * 1024];
+    client
+        .send(&answer(&sent, "big").with_body(body.clone()))
+        .await;
+    let got = waiting.await.unwrap().unwrap();
+    assert_eq!(
+        (got.remark.as_deref(), got.body_bytes()),
+        (Some("big"), &body[..])
+    );
+    assert_eq!(kv_get(&mut client).await.code, response::QUERY_NOT_FOUND);
+}

@@ -18,11 +18,11 @@
 //! every waiter learns it at once. A line is a few words, and its tables take no memory while
 //! they are empty: thousands of idle connections each carry one.
 
+mod line;
+
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::task::{Poll, Waker};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -31,6 +31,7 @@ use tokio::sync::oneshot;
 use crate::protocol::RemotingCommand;
 use crate::protocol::code::{FLAG_ONEWAY, FLAG_RESPONSE};
 use crate::state::ConnId;
+pub(super) use line::Line;
 
 /// Requests queued for one connection and not yet taken by it.
 const QUEUE_MAX: usize = 64;
@@ -50,8 +51,8 @@ pub enum OutboundError {
     /// No response came within the timeout.
     #[error("no response within {0:?}")]
     TimedOut(Duration),
-    /// The connection already has [`QUEUE_MAX`] requests to write, or [`WAITING_MAX`]
-    /// waiting for their responses.
+    /// The connection already has 64 requests to write, or 1 024 waiting for their
+    /// responses.
     #[error("too many requests queued on the connection")]
     QueueFull,
 }
@@ -67,50 +68,6 @@ struct Registry {
     lines: Mutex<HashMap<ConnId, Arc<Line>>>,
     /// The opaque of the next request; wraps around as Java's `int` does.
     next_opaque: AtomicI32,
-}
-
-/// One connection's side of the seam, shared by the connection and the senders.
-///
-/// The connection's task waits for queued requests through the waker kept here rather than
-/// a `Notify`: every connection carries a line, and an idle one's whole cost is counted
-/// (`tests/idle_memory.rs`), so the line is a few words until something is sent.
-#[derive(Debug, Default)]
-pub(super) struct Line {
-    state: Mutex<LineState>,
-}
-
-#[derive(Debug, Default)]
-struct LineState {
-    /// The connection's task while it waits for requests to write.
-    waker: Option<Waker>,
-    /// Allocated only while something is queued or waited for.
-    tables: Option<Box<Tables>>,
-    /// The connection ended: nothing more is accepted.
-    closed: bool,
-}
-
-#[derive(Debug, Default)]
-struct Tables {
-    queue: Vec<RemotingCommand>,
-    /// Opaque → the waiter of the response. A short list, searched only when a response
-    /// arrives or a waiter gives up.
-    waiting: Vec<(i32, oneshot::Sender<RemotingCommand>)>,
-}
-
-impl LineState {
-    fn tables(&mut self) -> &mut Tables {
-        self.tables.get_or_insert_with(Box::default)
-    }
-
-    /// Frees the tables once nothing is queued or waited for.
-    fn tidy(&mut self) {
-        if let Some(t) = &self.tables
-            && t.queue.is_empty()
-            && t.waiting.is_empty()
-        {
-            self.tables = None;
-        }
-    }
 }
 
 /// A connection's attachment to the handle; detaches (and closes the line) when dropped.
@@ -170,14 +127,7 @@ impl Outbound {
 
     /// How many requests sent on `conn` wait for their responses.
     pub fn waiting(&self, conn: ConnId) -> usize {
-        let line = self.line(conn);
-        line.map_or(0, |line| {
-            line.state
-                .lock()
-                .tables
-                .as_ref()
-                .map_or(0, |t| t.waiting.len())
-        })
+        self.line(conn).map_or(0, |line| line.waiting())
     }
 
     /// Attaches the line of `conn`, served from now until the returned value is dropped.
@@ -201,99 +151,6 @@ impl Outbound {
 
     fn next_opaque(&self) -> i32 {
         self.inner.next_opaque.fetch_add(1, Ordering::Relaxed)
-    }
-}
-
-impl Line {
-    /// Queues `request`, and its waiter when it expects a response.
-    fn queue(
-        &self,
-        request: RemotingCommand,
-        waiter: Option<oneshot::Sender<RemotingCommand>>,
-    ) -> Result<(), OutboundError> {
-        let mut state = self.state.lock();
-        if state.closed {
-            return Err(OutboundError::Closed);
-        }
-        let tables = state.tables();
-        let full = tables.queue.len() >= QUEUE_MAX
-            || (waiter.is_some() && tables.waiting.len() >= WAITING_MAX);
-        if full {
-            state.tidy();
-            return Err(OutboundError::QueueFull);
-        }
-        if let Some(tx) = waiter {
-            tables.waiting.push((request.opaque, tx));
-        }
-        tables.queue.push(request);
-        let waker = state.waker.take();
-        drop(state);
-        if let Some(waker) = waker {
-            waker.wake();
-        }
-        Ok(())
-    }
-
-    /// Completes once requests are queued (at once if some are already).
-    pub fn queued(&self) -> impl Future<Output = ()> + '_ {
-        std::future::poll_fn(|cx| {
-            let mut state = self.state.lock();
-            if state.tables.as_ref().is_some_and(|t| !t.queue.is_empty()) {
-                return Poll::Ready(());
-            }
-            if !state
-                .waker
-                .as_ref()
-                .is_some_and(|w| w.will_wake(cx.waker()))
-            {
-                state.waker = Some(cx.waker().clone());
-            }
-            Poll::Pending
-        })
-    }
-
-    /// The requests to write, oldest first; the queue gives its memory back.
-    pub fn take_queued(&self) -> Vec<RemotingCommand> {
-        let mut state = self.state.lock();
-        let Some(tables) = &mut state.tables else {
-            return Vec::new();
-        };
-        let queue = std::mem::take(&mut tables.queue);
-        state.tidy();
-        queue
-    }
-
-    /// Hands `response` to the request waiting for its opaque; gives it back if none is
-    /// (unknown, timed out, or answered already).
-    pub fn deliver(&self, response: RemotingCommand) -> Result<(), RemotingCommand> {
-        match self.take_waiter(response.opaque) {
-            Some(tx) => {
-                // A waiter that gave up meanwhile just drops it.
-                let _ = tx.send(response);
-                Ok(())
-            }
-            None => Err(response),
-        }
-    }
-
-    fn take_waiter(&self, opaque: i32) -> Option<oneshot::Sender<RemotingCommand>> {
-        let mut state = self.state.lock();
-        let waiting = &mut state.tables.as_mut()?.waiting;
-        let at = waiting.iter().position(|(o, _)| *o == opaque)?;
-        let (_, tx) = waiting.swap_remove(at);
-        state.tidy();
-        Some(tx)
-    }
-
-    /// Refuses everything from now on; every waiter learns the connection closed.
-    fn close(&self) {
-        let closed = LineState {
-            closed: true,
-            ..LineState::default()
-        };
-        let open = std::mem::replace(&mut *self.state.lock(), closed);
-        // Dropped outside the lock: each dropped sender wakes its waiter.
-        drop(open);
     }
 }
 
@@ -360,10 +217,6 @@ mod tests {
             .unwrap();
         assert_eq!(response.opaque, client.await.unwrap());
         assert_eq!(outbound.waiting(ConnId(7)), 0);
-        assert!(
-            attached.line().state.lock().tables.is_none(),
-            "nothing kept"
-        );
     }
 
     #[tokio::test]
@@ -443,30 +296,5 @@ mod tests {
             .await;
         assert_eq!(got, Err(OutboundError::NotConnected(ConnId(2))));
         assert_eq!(outbound.connections(), vec![ConnId(1)]);
-    }
-
-    #[test]
-    fn both_tables_are_bounded() {
-        let line = Line::default();
-        for _ in 0..QUEUE_MAX {
-            line.queue(ping(), None).unwrap();
-        }
-        assert_eq!(line.queue(ping(), None), Err(OutboundError::QueueFull));
-        let mut waiters = Vec::new();
-        for opaque in 0..WAITING_MAX as i32 {
-            line.take_queued();
-            let (tx, rx) = oneshot::channel();
-            let mut request = ping();
-            request.opaque = opaque;
-            line.queue(request, Some(tx)).unwrap();
-            waiters.push(rx);
-        }
-        let (tx, _rx) = oneshot::channel();
-        assert_eq!(line.queue(ping(), Some(tx)), Err(OutboundError::QueueFull));
-        assert_eq!(
-            line.take_queued().len(),
-            1,
-            "the refused request was not queued"
-        );
     }
 }
