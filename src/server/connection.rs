@@ -207,9 +207,7 @@ impl Conn<'_> {
                 draining = true;
                 continue;
             }
-            // One source per arm, checked in this order. Inline rather than a method: an
-            // idle connection's task is parked here, and a method's future would keep its
-            // arguments too (`tests/idle_memory.rs` counts every byte).
+            // One source per arm, checked in this order; each is acted on below.
             let wake = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => Wake::Cancelled,
