@@ -16,6 +16,10 @@
 //! lines saying a connection was closed for a malformed frame or for idling are limited
 //! server-wide ([`CloseLog`]): anyone can open connections, and each must not cost a line.
 //!
+//! The connection also carries the requests the server sends its client ([`super::outbound`]):
+//! they are written as responses are, and a response frame answering one of them goes to
+//! its waiter instead of being dispatched.
+//!
 //! The byte stream — the socket itself, or TLS over it, as the connection's prelude decided
 //! ([`super::prelude`]) — is used only through [`Conn::read_some`] and [`Conn::write_or_idle`],
 //! by way of [`Io`].
@@ -31,6 +35,7 @@ use super::Server;
 use super::budget::Holding;
 use super::io::Io;
 use super::offload::Lane;
+use super::outbound::{Attached, Line};
 use super::prelude::Transport;
 use crate::auth::Gate;
 use crate::dispatch::{Cost, cost, dispatch};
@@ -111,6 +116,20 @@ struct Conn<'a> {
     holding: Holding,
     /// Size of the frame being handled, which is no longer in the read buffer.
     in_flight: usize,
+    /// Requests the server sends on this connection, and the responses they wait for.
+    outbound: Attached,
+}
+
+/// What a connection waits for between turns: the arm of its one `select!` that fired.
+enum Wake {
+    Cancelled,
+    /// Closed by the buffer budget.
+    Evicted,
+    /// The server queued requests to send.
+    Outbound,
+    /// Bytes (or the end of the stream) may be there.
+    Readable(std::io::Result<()>),
+    Idle,
 }
 
 /// Serves one connection until it closes, fails, idles out (after `idle` without a byte,
@@ -136,8 +155,11 @@ pub(super) async fn serve(
         idle,
         holding,
         in_flight: 0,
+        outbound: server.handles.outbound.attach(conn),
     };
     let Err(end) = c.run(&mut io, &cancel).await;
+    // Requests still waiting for responses learn at once that none will come.
+    drop(c.outbound);
     server.closings.log(&end, peer);
     io.shutdown().await;
     if c.registered_broker {
@@ -185,15 +207,27 @@ impl Conn<'_> {
                 draining = true;
                 continue;
             }
-            tokio::select! {
+            // One source per arm, checked in this order; each is acted on below.
+            let wake = tokio::select! {
                 biased;
-                _ = cancel.cancelled() => {
+                _ = cancel.cancelled() => Wake::Cancelled,
+                _ = self.holding.closed() => Wake::Evicted,
+                // Before reading: the server's requests are few and their queue is bounded,
+                // and a peer that keeps sending must not hold back what is sent to it.
+                _ = self.outbound.line().queued() => Wake::Outbound,
+                // Wait for bytes before taking a buffer for them.
+                ready = io.readable() => Wake::Readable(ready),
+                _ = &mut sleep => Wake::Idle,
+            };
+            match wake {
+                Wake::Cancelled => {
                     drain(io, &mut input);
                     draining = true;
                 }
-                _ = self.holding.closed() => return Err(End::Evicted),
-                // Wait for bytes before taking a buffer for them.
-                ready = io.readable() => {
+                Wake::Evicted => return Err(End::Evicted),
+                // Written, with any responses, at the top of the next turn.
+                Wake::Outbound => self.encode_outbound(&mut output),
+                Wake::Readable(ready) => {
                     ready.map_err(End::Io)?;
                     if self.read_some(io, &mut input)?
                         && let Some(d) = idle
@@ -201,9 +235,22 @@ impl Conn<'_> {
                         sleep.as_mut().reset(Instant::now() + d);
                     }
                 }
-                _ = &mut sleep => return Err(End::Idle),
+                Wake::Idle => return Err(End::Idle),
             }
         }
+    }
+
+    /// Encodes the requests the server queued for this connection into `output`.
+    fn encode_outbound(&self, output: &mut BytesMut) {
+        for request in self.outbound.line().take_queued() {
+            self.encode(&request, output);
+        }
+    }
+
+    /// Queues `cmd` in `output`: the one path by which responses and the server's own
+    /// requests reach the client, written (and counted by the budget) alike.
+    fn encode(&self, cmd: &RemotingCommand, output: &mut BytesMut) {
+        encode_frame(cmd, self.server.config.serialize_type, output);
     }
 
     /// Reads what the socket has without waiting; `true` if bytes arrived.
@@ -245,7 +292,7 @@ impl Conn<'_> {
             let response = self.handle(frame).await;
             self.in_flight = 0;
             if let Some(response) = response? {
-                encode_frame(&response, config.serialize_type, output);
+                self.encode(&response, output);
             }
             self.report(input, output)?;
             if output.len() >= config.max_queued_response_bytes
@@ -271,9 +318,16 @@ impl Conn<'_> {
         let (served, registered) = if frame.len() > INLINE_FRAME_MAX {
             let (state, conn, peer) = (self.state.clone(), self.conn, self.peer);
             let auth = self.server.handles.auth.clone();
+            let line = self.outbound.line().clone();
             self.offloaded(Lane::Cpu, move |now| {
                 let (request, _) = decode_frame(frame)?;
-                Ok(handle_request(&state, (conn, peer, &auth), now, &request))
+                Ok(handle_request(
+                    &state,
+                    (conn, peer, &auth),
+                    &line,
+                    now,
+                    request,
+                ))
             })
             .await?
             .map_err(End::Malformed)?
@@ -288,13 +342,15 @@ impl Conn<'_> {
             match lane {
                 None => {
                     let who = (self.conn, self.peer, &self.server.handles.auth);
-                    handle_request(&self.state, who, Instant::now(), &request)
+                    let line = self.outbound.line();
+                    handle_request(&self.state, who, line, Instant::now(), request)
                 }
                 Some(lane) => {
                     let (state, conn, peer) = (self.state.clone(), self.conn, self.peer);
                     let auth = self.server.handles.auth.clone();
+                    let line = self.outbound.line().clone();
                     self.offloaded(lane, move |now| {
-                        handle_request(&state, (conn, peer, &auth), now, &request)
+                        handle_request(&state, (conn, peer, &auth), &line, now, request)
                     })
                     .await?
                 }
@@ -354,14 +410,23 @@ impl Conn<'_> {
 }
 
 /// Handles one request: its response (if any), and whether it registered a broker on the
-/// connection.
+/// connection. A response to a request the server sent on `line` goes to its waiter; any
+/// other frame is dispatched (which drops stray responses).
 fn handle_request(
     state: &Namesrv,
     (conn, peer, auth): (ConnId, SocketAddr, &Gate),
+    line: &Line,
     now: Instant,
-    request: &RemotingCommand,
+    request: RemotingCommand,
 ) -> (Option<RemotingCommand>, bool) {
-    let served = dispatch(&Context::new(state, conn, peer, now), request, auth);
+    let request = match request.is_response() {
+        true => match line.deliver(request) {
+            Ok(()) => return (None, false),
+            Err(unmatched) => unmatched,
+        },
+        false => request,
+    };
+    let served = dispatch(&Context::new(state, conn, peer, now), &request, auth);
     (served.response, served.registered_broker)
 }
 

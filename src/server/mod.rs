@@ -18,6 +18,7 @@ pub mod handover;
 mod io;
 mod listener;
 pub(crate) use crate::offload;
+pub mod outbound;
 mod port_owner;
 pub mod prelude;
 mod service;
@@ -96,6 +97,8 @@ pub struct Handles {
     /// PROXY header, TLS decision and handshake of each connection ([`Prelude::load`] reads
     /// the `tls.*` keys).
     pub prelude: Prelude,
+    /// Requests the server sends to its connected clients; the caller keeps a clone.
+    pub outbound: outbound::Outbound,
 }
 
 impl Handles {
@@ -105,6 +108,7 @@ impl Handles {
             auth,
             reload: Reload::new(),
             prelude,
+            outbound: outbound::Outbound::new(),
         }
     }
 }

@@ -30,6 +30,7 @@ mod kv;
 mod kv_limits;
 mod logs;
 mod nsadmin;
+mod outbound;
 mod peers;
 mod process;
 mod protection;

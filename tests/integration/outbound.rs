@@ -1,0 +1,317 @@
+//! Requests the server sends to a connected client ([`namesrv::server::outbound`]): a raw
+//! client sees them as RocketMQ clients do, answers with the same opaque, and its own
+//! requests on the same connection are answered meanwhile, in order.
+
+use std::time::Duration;
+
+use namesrv::addr::AllowList;
+use namesrv::auth::Gate;
+use namesrv::config::{Config, Env};
+use namesrv::kv::KvStore;
+use namesrv::protocol::code::{FLAG_ONEWAY, FLAG_RESPONSE, request, response};
+use namesrv::protocol::{RemotingCommand, SerializeType};
+use namesrv::server::outbound::{Outbound, OutboundError};
+use namesrv::server::prelude::Prelude;
+use namesrv::server::{self, Handles, Server, ServerConfig};
+use namesrv::state::ConnId;
+use namesrv::tls::ServerMode;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+use crate::harness::TestClient;
+
+/// Java's `RequestCode#NOTIFY_BROKER_ROLE_CHANGED`, which the controller sends to brokers.
+const NOTIFY_BROKER_ROLE_CHANGED: i32 = 1008;
+
+/// A server whose outbound handle the test keeps.
+struct Served {
+    addr: std::net::SocketAddr,
+    outbound: Outbound,
+    _home: tempfile::TempDir,
+    _stop: oneshot::Sender<()>,
+}
+
+async fn serve() -> Served {
+    serve_with("").await
+}
+
+/// A server configured by `properties` (as in a config file).
+async fn serve_with(properties: &str) -> Served {
+    let home = tempfile::tempdir().unwrap();
+    let env = Env {
+        home: home.path().display().to_string(),
+        rocketmq_home: None,
+    };
+    let props = namesrv::config::properties::parse(properties).unwrap();
+    let config = Config::from_properties(&props, "test", &env).unwrap();
+    let kv = KvStore::open(std::path::PathBuf::from(&config.settings.kv_config_path)).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server_config = ServerConfig::from_settings(&config.settings, SerializeType::Json);
+    let plaintext = Prelude::new(
+        ServerMode::Disabled,
+        None,
+        AllowList::default(),
+        Duration::from_secs(1),
+    );
+    let handles = Handles::new(Gate::off(), plaintext);
+    let outbound = handles.outbound.clone();
+    let server_config = Server::new(server_config, handles);
+    let state = namesrv::state::Namesrv::new(config, kv);
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(server::run(listener, state, server_config, async {
+        let _ = stopped.await;
+    }));
+    Served {
+        addr,
+        outbound,
+        _home: home,
+        _stop: stop,
+    }
+}
+
+impl Served {
+    /// A client and the id the server gave its connection (known once it was answered).
+    async fn client(&self) -> (TestClient, ConnId) {
+        let before = self.outbound.connections();
+        let mut client = TestClient::connect(self.addr).await;
+        assert_eq!(kv_get(&mut client).await.code, response::QUERY_NOT_FOUND);
+        let conn = self
+            .outbound
+            .connections()
+            .into_iter()
+            .find(|c| !before.contains(c))
+            .expect("the connection is attached once served");
+        (client, conn)
+    }
+}
+
+async fn kv_get(client: &mut TestClient) -> RemotingCommand {
+    let ext = [("namespace", "ns"), ("key", "k")];
+    client.call(request::GET_KV_CONFIG, &ext, None).await
+}
+
+fn role_changed() -> RemotingCommand {
+    let mut cmd = RemotingCommand::request(NOTIFY_BROKER_ROLE_CHANGED, 0);
+    cmd.body = Some(br#"{"masterAddress":"10.0.0.1:10911"}"#.to_vec().into());
+    cmd
+}
+
+/// The response a client gives to `request`.
+fn answer(request: &RemotingCommand, remark: &str) -> RemotingCommand {
+    let mut cmd = RemotingCommand::response(response::SUCCESS, Some(remark.to_owned()));
+    cmd.opaque = request.opaque;
+    cmd
+}
+
+#[tokio::test]
+async fn a_request_reaches_the_client_and_its_response_comes_back() {
+    let served = serve().await;
+    let (mut client, conn) = served.client().await;
+    let outbound = served.outbound.clone();
+    let waiting = tokio::spawn(async move {
+        outbound
+            .request(conn, role_changed(), Duration::from_secs(30))
+            .await
+    });
+    let sent = client.recv().await.expect("the request");
+    assert_eq!(sent.code, NOTIFY_BROKER_ROLE_CHANGED);
+    assert_eq!(
+        sent.flag & (FLAG_RESPONSE | FLAG_ONEWAY),
+        0,
+        "a request, answered"
+    );
+    assert_eq!(sent.body_bytes(), br#"{"masterAddress":"10.0.0.1:10911"}"#);
+    client.send(&answer(&sent, "role noted")).await;
+    let got = waiting.await.unwrap().unwrap();
+    assert_eq!(
+        (got.opaque, got.remark.as_deref()),
+        (sent.opaque, Some("role noted"))
+    );
+    assert_eq!(served.outbound.waiting(conn), 0);
+    // Opaques are the server's: a second request gets the next one.
+    let outbound = served.outbound.clone();
+    let again = tokio::spawn(async move {
+        let request = role_changed();
+        outbound
+            .request(conn, request, Duration::from_secs(30))
+            .await
+    });
+    let second = client.recv().await.unwrap();
+    assert_ne!(second.opaque, sent.opaque);
+    client.send(&answer(&second, "again")).await;
+    assert_eq!(again.await.unwrap().unwrap().opaque, second.opaque);
+}
+
+#[tokio::test]
+async fn a_one_way_request_is_delivered_with_the_one_way_flag() {
+    let served = serve().await;
+    let (mut client, conn) = served.client().await;
+    served.outbound.oneway(conn, role_changed()).unwrap();
+    let sent = client.recv().await.unwrap();
+    assert_eq!(sent.code, NOTIFY_BROKER_ROLE_CHANGED);
+    assert_eq!(sent.flag & (FLAG_RESPONSE | FLAG_ONEWAY), FLAG_ONEWAY);
+    assert_eq!(served.outbound.waiting(conn), 0);
+    // The connection carries on as before.
+    assert_eq!(kv_get(&mut client).await.code, response::QUERY_NOT_FOUND);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_the_client_never_answers_times_out_and_leaves_nothing() {
+    let served = serve().await;
+    let (mut client, conn) = served.client().await;
+    let outbound = served.outbound.clone();
+    let timeout = Duration::from_secs(3);
+    let waiting =
+        tokio::spawn(async move { outbound.request(conn, role_changed(), timeout).await });
+    let sent = client.recv().await.unwrap();
+    assert_eq!(
+        waiting.await.unwrap(),
+        Err(OutboundError::TimedOut(timeout))
+    );
+    assert_eq!(
+        served.outbound.waiting(conn),
+        0,
+        "the timed-out entry is gone"
+    );
+    // A late answer is a stray response, dropped; the connection is still served.
+    client.send(&answer(&sent, "too late")).await;
+    assert_eq!(kv_get(&mut client).await.code, response::QUERY_NOT_FOUND);
+}
+
+#[tokio::test]
+async fn an_unknown_connection_is_not_connected() {
+    let served = serve().await;
+    let (_client, conn) = served.client().await;
+    let unknown = ConnId(conn.0 + 1000);
+    let got = served
+        .outbound
+        .request(unknown, role_changed(), Duration::from_secs(1))
+        .await;
+    assert_eq!(got, Err(OutboundError::NotConnected(unknown)));
+    assert_eq!(
+        served.outbound.oneway(unknown, role_changed()),
+        Err(OutboundError::NotConnected(unknown))
+    );
+}
+
+#[tokio::test]
+async fn a_waiting_request_learns_when_the_client_disconnects() {
+    let served = serve().await;
+    let (mut client, conn) = served.client().await;
+    let outbound = served.outbound.clone();
+    let waiting = tokio::spawn(async move {
+        outbound
+            .request(conn, role_changed(), Duration::from_secs(3600))
+            .await
+    });
+    client.recv().await.expect("the request");
+    drop(client);
+    let got = tokio::time::timeout(Duration::from_secs(10), waiting).await;
+    assert_eq!(
+        got.expect("at once, not at the timeout").unwrap(),
+        Err(OutboundError::Closed)
+    );
+    assert!(!served.outbound.connections().contains(&conn));
+    assert_eq!(
+        served.outbound.oneway(conn, role_changed()),
+        Err(OutboundError::NotConnected(conn))
+    );
+}
+
+#[tokio::test]
+async fn the_clients_own_requests_are_answered_in_order_while_one_waits() {
+    let served = serve().await;
+    let (mut client, conn) = served.client().await;
+    let outbound = served.outbound.clone();
+    let waiting = tokio::spawn(async move {
+        outbound
+            .request(conn, role_changed(), Duration::from_secs(30))
+            .await
+    });
+    let sent = client.recv().await.unwrap();
+    // Two requests in one write, answered in order while the server's request waits.
+    let put = client.command(
+        request::PUT_KV_CONFIG,
+        &[("namespace", "ns"), ("key", "k"), ("value", "v")],
+        None,
+    );
+    let get = client.command(
+        request::GET_KV_CONFIG,
+        &[("namespace", "ns"), ("key", "k")],
+        None,
+    );
+    let mut both = bytes::BytesMut::new();
+    for cmd in [&put, &get] {
+        namesrv::protocol::encode_frame(cmd, SerializeType::Json, &mut both);
+    }
+    client.send_raw(&both).await;
+    let first = client.recv().await.unwrap();
+    let second = client.recv().await.unwrap();
+    assert_eq!((first.opaque, first.code), (put.opaque, response::SUCCESS));
+    assert_eq!(
+        (second.opaque, second.ext("value")),
+        (get.opaque, Some("v"))
+    );
+    assert!(!waiting.is_finished());
+    // The answer and a request in one write: the answer goes to the waiter, the request is
+    // answered.
+    let mut together = bytes::BytesMut::new();
+    let after = client.command(
+        request::GET_KV_CONFIG,
+        &[("namespace", "ns"), ("key", "k")],
+        None,
+    );
+    namesrv::protocol::encode_frame(&answer(&sent, "ok"), SerializeType::Json, &mut together);
+    namesrv::protocol::encode_frame(&after, SerializeType::Json, &mut together);
+    client.send_raw(&together).await;
+    let reply = client.recv().await.unwrap();
+    assert_eq!(
+        (reply.opaque, reply.ext("value")),
+        (after.opaque, Some("v"))
+    );
+    assert_eq!(
+        waiting.await.unwrap().unwrap().remark.as_deref(),
+        Some("ok")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn writing_a_request_counts_as_activity_for_the_idle_timeout() {
+    let served = serve_with("serverChannelMaxIdleTimeSeconds=10").await;
+    let (mut client, conn) = served.client().await;
+    for _ in 0..5 {
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        served.outbound.oneway(conn, role_changed()).unwrap();
+        assert!(client.recv().await.unwrap().is_oneway());
+    }
+    // 30 s without a request of the client's, never 10 s without a write.
+    assert_eq!(kv_get(&mut client).await.code, response::QUERY_NOT_FOUND);
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    assert!(client.closed_without_reply().await, "idle for 11 s");
+    assert!(!served.outbound.connections().contains(&conn));
+}
+
+#[tokio::test]
+async fn a_large_response_decoded_off_the_connection_reaches_its_waiter() {
+    let served = serve().await;
+    let (mut client, conn) = served.client().await;
+    let outbound = served.outbound.clone();
+    let waiting = tokio::spawn(async move {
+        outbound
+            .request(conn, role_changed(), Duration::from_secs(30))
+            .await
+    });
+    let sent = client.recv().await.unwrap();
+    // Over the 64 KiB the connection decodes on its own task.
+    let body = vec![b'x'; 200 * 1024];
+    client
+        .send(&answer(&sent, "big").with_body(body.clone()))
+        .await;
+    let got = waiting.await.unwrap().unwrap();
+    assert_eq!(
+        (got.remark.as_deref(), got.body_bytes()),
+        (Some("big"), &body[..])
+    );
+    assert_eq!(kv_get(&mut client).await.code, response::QUERY_NOT_FOUND);
+}
