@@ -288,9 +288,3 @@ fn apply(table: &mut Namespaces, edit: &Edit) {
 
 #[cfg(test)]
 mod tests;
-
-#[cfg(test)]
-mod model_tests;
-
-#[cfg(test)]
-mod journal_tests;

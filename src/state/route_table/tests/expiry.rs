@@ -8,8 +8,8 @@ use std::time::Duration;
 use proptest::prelude::*;
 use tokio::time::Instant;
 
-use super::testing::*;
-use super::*;
+use crate::state::route_table::testing::*;
+use crate::state::route_table::*;
 use crate::state::protection::{Policy, ProtectionStatus};
 
 const SEC: Duration = Duration::from_secs(1);

@@ -20,7 +20,7 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError};
 
-use super::KvStore;
+use crate::kv::KvStore;
 use crate::durable;
 
 type Table = BTreeMap<String, BTreeMap<String, String>>;

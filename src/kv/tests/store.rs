@@ -1,7 +1,7 @@
 //! Unit tests of the KV store: the Java file format and order, recovery from the backup, and
 //! failed writes.
 
-use super::*;
+use crate::kv::*;
 use crate::durable;
 
 #[test]

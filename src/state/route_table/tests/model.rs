@@ -10,10 +10,10 @@ use bytes::Bytes;
 use proptest::prelude::*;
 use tokio::time::Instant;
 
-use super::RouteTable;
-use super::query::RouteQuery;
-use super::register::{BodyInput, RegisterSettings, Registration};
-use super::unregister::Unregistration;
+use crate::state::route_table::RouteTable;
+use crate::state::route_table::query::RouteQuery;
+use crate::state::route_table::register::{BodyInput, RegisterSettings, Registration};
+use crate::state::route_table::unregister::Unregistration;
 use crate::protocol::body::{DecodeOptions, RegisterBody};
 use crate::protocol::json::JsonStyle;
 use crate::state::ConnId;
