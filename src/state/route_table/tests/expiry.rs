@@ -8,9 +8,9 @@ use std::time::Duration;
 use proptest::prelude::*;
 use tokio::time::Instant;
 
+use crate::state::protection::{Policy, ProtectionStatus};
 use crate::state::route_table::testing::*;
 use crate::state::route_table::*;
-use crate::state::protection::{Policy, ProtectionStatus};
 
 const SEC: Duration = Duration::from_secs(1);
 

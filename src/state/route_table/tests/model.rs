@@ -10,13 +10,13 @@ use bytes::Bytes;
 use proptest::prelude::*;
 use tokio::time::Instant;
 
+use crate::protocol::body::{DecodeOptions, RegisterBody};
+use crate::protocol::json::JsonStyle;
+use crate::state::ConnId;
 use crate::state::route_table::RouteTable;
 use crate::state::route_table::query::RouteQuery;
 use crate::state::route_table::register::{BodyInput, RegisterSettings, Registration};
 use crate::state::route_table::unregister::Unregistration;
-use crate::protocol::body::{DecodeOptions, RegisterBody};
-use crate::protocol::json::JsonStyle;
-use crate::state::ConnId;
 
 const BROKERS: [&str; 3] = ["b0", "b1", "b2"];
 const TOPICS: [&str; 5] = ["t0", "t1", "t2", "t3", "t4"];
