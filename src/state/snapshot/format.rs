@@ -212,15 +212,44 @@ pub fn encode(meta: &Meta, parts: &Parts) -> Vec<u8> {
     out
 }
 
-/// Checks the header and returns the body it vouches for, with its format.
+/// What a header of a readable format vouches for: the body's length and checksum.
+struct Header {
+    len: usize,
+    crc: u32,
+}
+
+/// Checks the header and returns the body it vouches for.
 fn checked_body(bytes: &[u8]) -> Result<&[u8], SnapshotError> {
+    let (line, body) = split_header(bytes)?;
+    let header = parse_header(line)?;
+    if body.len() != header.len {
+        return Err(SnapshotError::Length {
+            expected: header.len,
+            found: body.len(),
+        });
+    }
+    if crc32fast::hash(body) != header.crc {
+        return Err(SnapshotError::Checksum);
+    }
+    Ok(body)
+}
+
+/// The header line (without its newline) and the bytes after it; a header is short, so a
+/// file with no newline in its first 128 bytes is not a snapshot.
+fn split_header(bytes: &[u8]) -> Result<(&str, &[u8]), SnapshotError> {
     let newline = bytes
         .iter()
         .take(128)
         .position(|&b| b == b'\n')
         .ok_or(SnapshotError::NotASnapshot)?;
-    let header = std::str::from_utf8(&bytes[..newline]).map_err(|_| SnapshotError::NotASnapshot)?;
-    let mut words = header.split(' ');
+    let line = std::str::from_utf8(&bytes[..newline]).map_err(|_| SnapshotError::NotASnapshot)?;
+    Ok((line, &bytes[newline + 1..]))
+}
+
+/// `namesrv-routes <format> <length> <crc32 hex>`; a newer format is refused before the
+/// rest of its header is read, since that format may lay it out differently.
+fn parse_header(line: &str) -> Result<Header, SnapshotError> {
+    let mut words = line.split(' ');
     if words.next() != Some(MAGIC) {
         return Err(SnapshotError::NotASnapshot);
     }
@@ -238,125 +267,144 @@ fn checked_body(bytes: &[u8]) -> Result<&[u8], SnapshotError> {
     ) else {
         return Err(SnapshotError::NotASnapshot);
     };
-    let body = &bytes[newline + 1..];
-    if body.len() != len {
-        return Err(SnapshotError::Length {
-            expected: len,
-            found: body.len(),
-        });
-    }
-    if crc32fast::hash(body) != crc {
-        return Err(SnapshotError::Checksum);
-    }
-    Ok(body)
+    Ok(Header { len, crc })
 }
 
 /// Reads a snapshot file's bytes.
 pub fn decode(bytes: &[u8]) -> Result<(Meta, Parts), SnapshotError> {
     let body: Body<'_> =
         serde_json::from_slice(checked_body(bytes)?).map_err(SnapshotError::Content)?;
-    let meta = Meta {
-        written_at_millis: body.written_at_millis,
-        pid: body.pid,
-        reason: body.reason,
-    };
-    // Broker and cluster names are shared, as registrations share them.
-    let mut names: HashMap<Cow<'_, str>, Name> = HashMap::new();
-    let mut name = |s: Cow<'_, str>| -> Name {
-        if let Some(n) = names.get(&s) {
+    Ok(body.into_parts())
+}
+
+/// Broker and cluster names are shared, as registrations share them: one `Name` per
+/// distinct string.
+#[derive(Default)]
+struct Names<'a>(HashMap<Cow<'a, str>, Name>);
+
+impl<'a> Names<'a> {
+    fn get(&mut self, s: Cow<'a, str>) -> Name {
+        if let Some(n) = self.0.get(&s) {
             return n.clone();
         }
         let n = Name::from(&*s);
-        names.insert(Cow::Owned(s.into_owned()), n.clone());
+        self.0.insert(Cow::Owned(s.into_owned()), n.clone());
         n
-    };
-    let groups = body
-        .groups
-        .into_iter()
-        .map(|g| BrokerData {
-            cluster: name(g.cluster),
-            broker_name: name(g.name),
-            addrs: g
+    }
+}
+
+impl<'a> Body<'a> {
+    /// The table's parts, each list turned back from its compact tuples.
+    fn into_parts(self) -> (Meta, Parts) {
+        let meta = Meta {
+            written_at_millis: self.written_at_millis,
+            pid: self.pid,
+            reason: self.reason,
+        };
+        let mut names = Names::default();
+        let groups = self
+            .groups
+            .into_iter()
+            .map(|g| g.into_data(&mut names))
+            .collect();
+        let clusters = self
+            .clusters
+            .into_iter()
+            .map(|(c, members)| {
+                let cluster = names.get(c);
+                (cluster, members.into_iter().map(|m| names.get(m)).collect())
+            })
+            .collect();
+        let topics = self
+            .topics
+            .into_iter()
+            .map(|(t, rows)| (Name::from(&*t), queues_of(rows, &mut names)))
+            .collect();
+        let live = self
+            .live
+            .into_iter()
+            .map(|l| l.into_part(&mut names))
+            .collect();
+        let filter_servers = self
+            .filter_servers
+            .into_iter()
+            .map(|(c, a, list)| (broker_addr(c, &a, &mut names), list))
+            .collect();
+        let mappings = self
+            .mappings
+            .into_iter()
+            .map(|(t, per)| {
+                let per = per
+                    .into_iter()
+                    .map(|(n, m)| (names.get(n), m.into()))
+                    .collect();
+                (Name::from(&*t), per)
+            })
+            .collect();
+        let parts = Parts {
+            clusters,
+            groups,
+            topics,
+            live,
+            filter_servers,
+            mappings,
+        };
+        (meta, parts)
+    }
+}
+
+impl<'a> Group<'a> {
+    fn into_data(self, names: &mut Names<'a>) -> BrokerData {
+        BrokerData {
+            cluster: names.get(self.cluster),
+            broker_name: names.get(self.name),
+            addrs: self
                 .addrs
                 .into_iter()
                 .map(|(id, a)| (id, Name::from(&*a)))
                 .collect(),
-            zone_name: g.zone.map(|z| Name::from(&*z)),
-            enable_acting_master: g.acting_master,
+            zone_name: self.zone.map(|z| Name::from(&*z)),
+            enable_acting_master: self.acting_master,
+        }
+    }
+}
+
+impl<'a> Live<'a> {
+    fn into_part(self, names: &mut Names<'a>) -> (BrokerAddr, LivePart) {
+        let key = broker_addr(self.cluster, &self.addr, names);
+        let (counter, state_version, timestamp, defaulted) = self.data_version;
+        let part = LivePart {
+            age: Duration::from_millis(self.age_millis),
+            timeout: Duration::from_millis(self.timeout_millis),
+            data_version: DataVersion {
+                state_version,
+                timestamp,
+                counter,
+                timestamp_defaulted: defaulted,
+            },
+            ha_server_addr: self.ha_server_addr,
+            version: self.version,
+        };
+        (key, part)
+    }
+}
+
+/// A broker-live or filter-server key: the cluster name is shared, the address is not.
+fn broker_addr<'a>(cluster: Cow<'a, str>, addr: &str, names: &mut Names<'a>) -> BrokerAddr {
+    BrokerAddr {
+        cluster: names.get(cluster),
+        addr: Name::from(addr),
+    }
+}
+
+fn queues_of<'a>(rows: Vec<QueueRow<'a>>, names: &mut Names<'a>) -> Vec<QueueData> {
+    rows.into_iter()
+        .map(|(broker, read, write, perm, flag)| QueueData {
+            broker_name: names.get(broker),
+            read_queue_nums: read,
+            write_queue_nums: write,
+            perm,
+            topic_sys_flag: flag,
         })
-        .collect();
-    let clusters = body
-        .clusters
-        .into_iter()
-        .map(|(c, members)| (name(c), members.into_iter().map(&mut name).collect()))
-        .collect();
-    let topics = body
-        .topics
-        .into_iter()
-        .map(|(t, rows)| {
-            let queues = rows
-                .into_iter()
-                .map(|(broker, read, write, perm, flag)| QueueData {
-                    broker_name: name(broker),
-                    read_queue_nums: read,
-                    write_queue_nums: write,
-                    perm,
-                    topic_sys_flag: flag,
-                })
-                .collect();
-            (Name::from(&*t), queues)
-        })
-        .collect();
-    let live = body
-        .live
-        .into_iter()
-        .map(|l| {
-            let key = BrokerAddr {
-                cluster: name(l.cluster),
-                addr: Name::from(&*l.addr),
-            };
-            let (counter, state_version, timestamp, defaulted) = l.data_version;
-            let part = LivePart {
-                age: Duration::from_millis(l.age_millis),
-                timeout: Duration::from_millis(l.timeout_millis),
-                data_version: DataVersion {
-                    state_version,
-                    timestamp,
-                    counter,
-                    timestamp_defaulted: defaulted,
-                },
-                ha_server_addr: l.ha_server_addr,
-                version: l.version,
-            };
-            (key, part)
-        })
-        .collect();
-    let filter_servers = body
-        .filter_servers
-        .into_iter()
-        .map(|(c, a, list)| {
-            let key = BrokerAddr {
-                cluster: name(c),
-                addr: Name::from(&*a),
-            };
-            (key, list)
-        })
-        .collect();
-    let mappings = body
-        .mappings
-        .into_iter()
-        .map(|(t, per)| {
-            let per = per.into_iter().map(|(n, m)| (name(n), m.into())).collect();
-            (Name::from(&*t), per)
-        })
-        .collect();
-    let parts = Parts {
-        clusters,
-        groups,
-        topics,
-        live,
-        filter_servers,
-        mappings,
-    };
-    Ok((meta, parts))
+        .collect()
 }
