@@ -1,4 +1,5 @@
-//! mqadmin's output formats, byte for byte (ADMIN.md §2–§3): the fastjson pretty form of a
+//! mqadmin's output formats, byte for byte (Java's `TopicRouteSubCommand` and
+//! `ClusterListSubCommand`): the fastjson pretty form of a
 //! topic route, the `-l` route table, the `clusterList` tables, and Java's collection texts.
 
 use std::fmt::Write as _;

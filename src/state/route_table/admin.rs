@@ -1,5 +1,6 @@
 //! Operator changes to routes: WIPE/ADD_WRITE_PERM_OF_BROKER, DELETE_TOPIC_IN_NAMESRV and
-//! REGISTER_TOPIC_IN_NAMESRV (NAMESRV.md §2.10–2.14). All are in memory only: a broker's next
+//! REGISTER_TOPIC_IN_NAMESRV (`RouteInfoManager#wipeWritePermOfBrokerByLock`,
+//! `#addWritePermOfBrokerByLock`, `#deleteTopic`, `#registerTopic`). All are in memory only: a broker's next
 //! registration with a new data version overwrites them, as in Java.
 
 use super::{QueueEntry, RouteTable};

@@ -1,4 +1,4 @@
-//! Removing brokers (NAMESRV.md §5): UNREGISTER_BROKER, a broker's connection closing, and
+//! Removing brokers (`RouteInfoManager#unRegisterBroker`, `#onChannelDestroy`): UNREGISTER_BROKER, a broker's connection closing, and
 //! the common path of the expiry scan ([`super::expiry`]).
 //!
 //! Java queues all three to a batch thread; here they are applied at once under the table's
