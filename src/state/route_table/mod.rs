@@ -391,6 +391,15 @@ pub(crate) mod testing {
         }
     }
 
+    /// Registers the tests' usual broker: `broker-a`, master at `a:1` on connection 1.
+    pub fn register_broker_a(
+        t: &mut RouteTable,
+        body: &RegisterBody,
+        now: Instant,
+    ) -> RegisterOutcome {
+        register(t, &reg("broker-a", "a:1", 0, 1), body, now)
+    }
+
     /// Registers with a decoded body and default settings.
     pub fn register(
         t: &mut RouteTable,

@@ -389,12 +389,7 @@ mod tests {
     #[test]
     fn a_write_permission_change_is_visible_at_once() {
         let mut t = RouteTable::new();
-        register(
-            &mut t,
-            &reg("broker-a", "a:1", 0, 1),
-            &body(1, &["A", "B"]),
-            Instant::now(),
-        );
+        register_broker_a(&mut t, &body(1, &["A", "B"]), Instant::now());
         assert!(route(&t, &query("A")).unwrap().contains(r#""perm":6"#));
         t.wipe_write_perm("broker-a");
         assert!(route(&t, &query("A")).unwrap().contains(r#""perm":4"#));
@@ -405,12 +400,7 @@ mod tests {
     #[test]
     fn a_new_member_is_visible_in_cached_routes() {
         let mut t = RouteTable::new();
-        register(
-            &mut t,
-            &reg("broker-a", "a:1", 0, 1),
-            &body(1, &["A", "B"]),
-            Instant::now(),
-        );
+        register_broker_a(&mut t, &body(1, &["A", "B"]), Instant::now());
         assert!(!route(&t, &query("A")).unwrap().contains("a:2"));
         register(
             &mut t,
@@ -424,12 +414,7 @@ mod tests {
     #[test]
     fn order_conf_and_external_epoch() {
         let mut t = RouteTable::new();
-        register(
-            &mut t,
-            &reg("broker-a", "a:1", 0, 1),
-            &body(1, &["A", "B"]),
-            Instant::now(),
-        );
+        register_broker_a(&mut t, &body(1, &["A", "B"]), Instant::now());
         let conf = || Some("broker-a:4".to_owned());
         let mut q = query("A");
         q.order_topic_conf = &conf;
@@ -447,12 +432,7 @@ mod tests {
     #[test]
     fn legacy_style_quotes_nothing() {
         let mut t = RouteTable::new();
-        register(
-            &mut t,
-            &reg("broker-a", "a:1", 0, 1),
-            &body(1, &["A", "B"]),
-            Instant::now(),
-        );
+        register_broker_a(&mut t, &body(1, &["A", "B"]), Instant::now());
         let mut q = query("A");
         q.style = JsonStyle::Legacy;
         assert!(
@@ -548,9 +528,8 @@ mod tests {
     fn lists() {
         let mut t = RouteTable::new();
         let now = Instant::now();
-        register(
+        register_broker_a(
             &mut t,
-            &reg("broker-a", "a:1", 0, 1),
             &body_with(
                 1,
                 0,

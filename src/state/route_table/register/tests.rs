@@ -18,12 +18,7 @@ fn queue(t: &RouteTable, topic: &str, broker: &str) -> Option<QueueData> {
 #[test]
 fn master_registration_creates_every_table_entry() {
     let mut t = RouteTable::new();
-    let out = register(
-        &mut t,
-        &reg("broker-a", "a:1", 0, 1),
-        &body(1, &["TopicA", "TopicB"]),
-        now(),
-    );
+    let out = register_broker_a(&mut t, &body(1, &["TopicA", "TopicB"]), now());
     assert_eq!(
         out,
         RegisterOutcome::Registered {
@@ -45,12 +40,7 @@ fn master_registration_creates_every_table_entry() {
 #[test]
 fn slave_gets_master_and_does_not_feed_topics() {
     let mut t = RouteTable::new();
-    register(
-        &mut t,
-        &reg("broker-a", "a:1", 0, 1),
-        &body(1, &["TopicA", "TopicB"]),
-        now(),
-    );
+    register_broker_a(&mut t, &body(1, &["TopicA", "TopicB"]), now());
     let slave_body = body_with(1, 0, &[("TopicA", 1, 1, 2, 0), ("TopicC", 1, 1, 6, 0)]);
     let out = register(&mut t, &reg("broker-a", "a:2", 1, 2), &slave_body, now());
     assert_eq!(
@@ -83,30 +73,15 @@ fn prime_slave_feeds_topics_and_wipes_write_perm_when_acting_master() {
 #[test]
 fn single_topic_first_registration_is_rejected_with_side_effects() {
     let mut t = RouteTable::new();
-    let out = register(
-        &mut t,
-        &reg("broker-a", "a:1", 0, 1),
-        &body(1, &["OnlyOne"]),
-        now(),
-    );
+    let out = register_broker_a(&mut t, &body(1, &["OnlyOne"]), now());
     assert_eq!(out, RegisterOutcome::Rejected);
     assert!(t.broker("broker-a").unwrap().data.addrs.is_empty());
     assert!(t.cluster("DefaultCluster").is_some());
     assert!(t.topic("OnlyOne").is_none());
     assert!(t.live("DefaultCluster", "a:1").is_none());
     // After a full registration, single-topic registrations are fine.
-    register(
-        &mut t,
-        &reg("broker-a", "a:1", 0, 1),
-        &body(1, &["A", "B"]),
-        now(),
-    );
-    let out = register(
-        &mut t,
-        &reg("broker-a", "a:1", 0, 1),
-        &body(2, &["C"]),
-        now(),
-    );
+    register_broker_a(&mut t, &body(1, &["A", "B"]), now());
+    let out = register_broker_a(&mut t, &body(2, &["C"]), now());
     assert!(matches!(out, RegisterOutcome::Registered { .. }));
     assert!(t.topic("C").is_some());
 }
@@ -114,12 +89,7 @@ fn single_topic_first_registration_is_rejected_with_side_effects() {
 #[test]
 fn one_address_never_has_two_ids() {
     let mut t = RouteTable::new();
-    register(
-        &mut t,
-        &reg("broker-a", "a:1", 0, 1),
-        &body(1, &["A", "B"]),
-        now(),
-    );
+    register_broker_a(&mut t, &body(1, &["A", "B"]), now());
     register(
         &mut t,
         &reg("broker-a", "a:2", 1, 2),
@@ -147,9 +117,8 @@ fn one_address_never_has_two_ids() {
 #[test]
 fn older_state_version_at_a_new_address_is_ignored() {
     let mut t = RouteTable::new();
-    register(
+    register_broker_a(
         &mut t,
-        &reg("broker-a", "a:1", 0, 1),
         &body_with(1, 5, &[("A", 4, 4, 6, 0), ("B", 4, 4, 6, 0)]),
         now(),
     );
@@ -182,24 +151,19 @@ fn older_state_version_at_a_new_address_is_ignored() {
 #[test]
 fn unchanged_data_version_only_restores_missing_topics() {
     let mut t = RouteTable::new();
-    register(
-        &mut t,
-        &reg("broker-a", "a:1", 0, 1),
-        &body(1, &["A", "B"]),
-        now(),
-    );
+    register_broker_a(&mut t, &body(1, &["A", "B"]), now());
     // Same version, different content: Java does not re-read known topics.
     let same_version = body_with(
         1,
         0,
         &[("A", 9, 9, 6, 0), ("B", 4, 4, 6, 0), ("C", 1, 1, 6, 0)],
     );
-    register(&mut t, &reg("broker-a", "a:1", 0, 1), &same_version, now());
+    register_broker_a(&mut t, &same_version, now());
     assert_eq!(queue(&t, "A", "broker-a").unwrap().read_queue_nums, 4);
     assert_eq!(queue(&t, "C", "broker-a").unwrap().read_queue_nums, 1);
     // A new version re-reads everything.
     let new_version = body_with(2, 0, &[("A", 9, 9, 6, 0), ("B", 4, 4, 6, 0)]);
-    register(&mut t, &reg("broker-a", "a:1", 0, 1), &new_version, now());
+    register_broker_a(&mut t, &new_version, now());
     assert_eq!(queue(&t, "A", "broker-a").unwrap().read_queue_nums, 9);
 }
 
@@ -225,20 +189,10 @@ fn a_table_applied_only_in_part_is_re_read_when_the_version_changes() {
 #[test]
 fn changed_version_restores_a_wiped_permission() {
     let mut t = RouteTable::new();
-    register(
-        &mut t,
-        &reg("broker-a", "a:1", 0, 1),
-        &body(1, &["A", "B"]),
-        now(),
-    );
+    register_broker_a(&mut t, &body(1, &["A", "B"]), now());
     assert_eq!(t.wipe_write_perm("broker-a"), 2);
     assert_eq!(queue(&t, "A", "broker-a").unwrap().perm, 4);
-    register(
-        &mut t,
-        &reg("broker-a", "a:1", 0, 1),
-        &body(2, &["A", "B"]),
-        now(),
-    );
+    register_broker_a(&mut t, &body(2, &["A", "B"]), now());
     assert_eq!(queue(&t, "A", "broker-a").unwrap().perm, 6);
 }
 
@@ -306,12 +260,7 @@ fn a_bad_topic_config_changes_nothing() {
 #[test]
 fn delete_topic_with_broker_registration_drops_missing_topics() {
     let mut t = RouteTable::new();
-    register(
-        &mut t,
-        &reg("broker-a", "a:1", 0, 1),
-        &body(1, &["A", "B", "C"]),
-        now(),
-    );
+    register_broker_a(&mut t, &body(1, &["A", "B", "C"]), now());
     let settings = RegisterSettings {
         delete_topic_with_broker_registration: true,
     };
@@ -334,10 +283,10 @@ fn delete_topic_with_broker_registration_drops_missing_topics() {
 fn a_first_registration_repeating_one_topic_is_refused_like_a_single_topic() {
     let mut t = RouteTable::new();
     let b = body(1, &["A", "A"]);
-    let outcome = register(&mut t, &reg("broker-a", "a:1", 0, 1), &b, now());
+    let outcome = register_broker_a(&mut t, &b, now());
     assert!(matches!(outcome, RegisterOutcome::Rejected));
     let b = body(1, &["A", "B"]);
-    let outcome = register(&mut t, &reg("broker-a", "a:1", 0, 1), &b, now());
+    let outcome = register_broker_a(&mut t, &b, now());
     assert!(matches!(outcome, RegisterOutcome::Registered { .. }));
 }
 
@@ -408,20 +357,14 @@ fn zone_flag_and_filter_servers_follow_the_latest_registration() {
 #[test]
 fn revisions_change_only_for_changed_topics() {
     let mut t = RouteTable::new();
-    register(
-        &mut t,
-        &reg("broker-a", "a:1", 0, 1),
-        &body(1, &["A", "B"]),
-        now(),
-    );
+    register_broker_a(&mut t, &body(1, &["A", "B"]), now());
     let (ra, rb) = (
         t.topic("A").unwrap().revision,
         t.topic("B").unwrap().revision,
     );
     let epoch = t.broker_epoch;
-    register(
+    register_broker_a(
         &mut t,
-        &reg("broker-a", "a:1", 0, 1),
         &body_with(2, 0, &[("A", 8, 8, 6, 0), ("B", 4, 4, 6, 0)]),
         now(),
     );
