@@ -400,6 +400,18 @@ pub(crate) mod testing {
         register(t, &reg("broker-a", "a:1", 0, 1), body, now)
     }
 
+    /// A plain route query for `topic`: standard JSON, no zone, no acting-master support.
+    pub fn query(topic: &str) -> super::query::RouteQuery<'_> {
+        super::query::RouteQuery {
+            topic,
+            style: crate::protocol::json::JsonStyle::Standard,
+            support_acting_master: false,
+            zone: None,
+            external_epoch: 0,
+            order_topic_conf: &|| None,
+        }
+    }
+
     /// Registers with a decoded body and default settings.
     pub fn register(
         t: &mut RouteTable,

@@ -345,17 +345,6 @@ mod tests {
     use super::*;
     use tokio::time::Instant;
 
-    fn query(topic: &str) -> RouteQuery<'_> {
-        RouteQuery {
-            topic,
-            style: JsonStyle::Standard,
-            support_acting_master: false,
-            zone: None,
-            external_epoch: 0,
-            order_topic_conf: &|| None,
-        }
-    }
-
     fn route(t: &RouteTable, q: &RouteQuery<'_>) -> Option<String> {
         t.route(q).map(|b| String::from_utf8(b.to_vec()).unwrap())
     }

@@ -5,7 +5,17 @@ use std::time::Duration;
 
 use super::super::testing::*;
 use super::*;
-use crate::protocol::body::QueueData;
+use crate::protocol::body::{QueueData, RegisterBody};
+
+/// A registration body given as JSON, decoded as a 5.x broker's would be.
+fn decoded(json: &'static str) -> RegisterBody {
+    let options = crate::protocol::body::DecodeOptions {
+        compressed: false,
+        version: 479,
+        max_inflated: 1 << 20,
+    };
+    RegisterBody::decode(bytes::Bytes::from(json), options).unwrap()
+}
 
 fn now() -> Instant {
     Instant::now()
@@ -233,15 +243,7 @@ fn unchanged_body_skips_decoding_until_something_changes() {
 fn a_bad_topic_config_changes_nothing() {
     let mut t = RouteTable::new();
     let json = r#"{"topicConfigSerializeWrapper":{"dataVersion":{"counter":1,"timestamp":1},"topicConfigTable":{"A":{"topicName":"A"},"B":{"topicName":"B","perm":"bad"}}}}"#;
-    let b = crate::protocol::body::RegisterBody::decode(
-        bytes::Bytes::from(json),
-        crate::protocol::body::DecodeOptions {
-            compressed: false,
-            version: 479,
-            max_inflated: 1 << 20,
-        },
-    )
-    .unwrap();
+    let b = decoded(json);
     let r = reg("broker-a", "a:1", 0, 1);
     let res = t.register(
         &r,
@@ -326,15 +328,7 @@ fn zone_flag_and_filter_servers_follow_the_latest_registration() {
     r.zone_name = Some("z1");
     r.heartbeat_timeout_millis = Some(10_000);
     let json = r#"{"filterServerList":["f:1"],"topicConfigSerializeWrapper":{"dataVersion":{"counter":1,"timestamp":1},"topicConfigTable":{"A":{"topicName":"A"},"B":{"topicName":"B"}}}}"#;
-    let b = crate::protocol::body::RegisterBody::decode(
-        bytes::Bytes::from(json),
-        crate::protocol::body::DecodeOptions {
-            compressed: false,
-            version: 479,
-            max_inflated: 1 << 20,
-        },
-    )
-    .unwrap();
+    let b = decoded(json);
     register(&mut t, &r, &b, now());
     assert_eq!(
         t.broker("broker-a").unwrap().data.zone_name.as_deref(),
