@@ -1,14 +1,11 @@
-//! The snapshot file's bytes: one header line, then a JSON document.
+//! The snapshot file's bytes: one header line ([`super::header`]), then a JSON document.
 //!
 //! ```text
 //! namesrv-routes <format> <body length> <crc32 of the body, hex>\n
 //! {"writtenAtMillis":…,"pid":…,"reason":"shutdown","clusters":[…],"groups":[…],…}
 //! ```
 //!
-//! The header makes every kind of damage recognisable before the body is trusted: a file
-//! that is not a snapshot, one written by a newer format, a truncated body (length) and a
-//! damaged one (checksum). The body's lists are compact tuples, because a large table holds
-//! a million queue entries.
+//! The body's lists are compact tuples, because a large table holds a million queue entries.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -16,18 +13,11 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::header::{checked_body, with_header};
 use super::{Meta, Reason, SnapshotError};
 use crate::protocol::body::{BrokerData, DataVersion, MappingInfo, Name, QueueData};
 use crate::state::route_table::BrokerAddr;
 use crate::state::route_table::parts::{LivePart, Parts};
-
-/// The format this server writes and the newest it reads.
-pub const FORMAT: u32 = 1;
-
-const MAGIC: &str = "namesrv-routes";
-
-/// Bytes a file must start with to be taken for a snapshot (of any format).
-pub(super) const PREFIX: &[u8] = b"namesrv-routes ";
 
 /// A queue entry: broker name, read queues, write queues, perm, sysflag.
 type QueueRow<'a> = (Cow<'a, str>, i32, i32, i32, i32);
@@ -132,142 +122,85 @@ fn millis(d: Duration) -> u64 {
 
 /// The file's bytes for `parts`.
 pub fn encode(meta: &Meta, parts: &Parts) -> Vec<u8> {
-    fn b(s: &Name) -> Cow<'_, str> {
-        Cow::Borrowed(s)
-    }
-    let body = Body {
-        written_at_millis: meta.written_at_millis,
-        pid: meta.pid,
-        reason: meta.reason,
-        clusters: parts
-            .clusters
-            .iter()
-            .map(|(c, members)| (b(c), members.iter().map(b).collect()))
-            .collect(),
-        groups: parts
-            .groups
-            .iter()
-            .map(|g| Group {
-                cluster: b(&g.cluster),
-                name: b(&g.broker_name),
-                addrs: g.addrs.iter().map(|(id, a)| (*id, b(a))).collect(),
-                zone: g.zone_name.as_ref().map(b),
-                acting_master: g.enable_acting_master,
-            })
-            .collect(),
-        topics: parts
-            .topics
-            .iter()
-            .map(|(t, queues)| {
-                let rows = queues
-                    .iter()
-                    .map(|q| {
-                        let n = (q.read_queue_nums, q.write_queue_nums, q.perm);
-                        (b(&q.broker_name), n.0, n.1, n.2, q.topic_sys_flag)
-                    })
-                    .collect();
-                (b(t), rows)
-            })
-            .collect(),
-        live: parts
-            .live
-            .iter()
-            .map(|(k, l)| Live {
-                cluster: b(&k.cluster),
-                addr: b(&k.addr),
-                age_millis: millis(l.age),
-                timeout_millis: millis(l.timeout),
-                data_version: (
-                    l.data_version.counter,
-                    l.data_version.state_version,
-                    l.data_version.timestamp,
-                    l.data_version.timestamp_defaulted,
-                ),
-                ha_server_addr: l.ha_server_addr.clone(),
-                version: l.version,
-            })
-            .collect(),
-        filter_servers: parts
-            .filter_servers
-            .iter()
-            .map(|(k, list)| (b(&k.cluster), b(&k.addr), list.clone()))
-            .collect(),
-        mappings: parts
-            .mappings
-            .iter()
-            .map(|(t, per)| {
-                let per = per.iter().map(|(n, m)| (b(n), Mapping::from(m))).collect();
-                (b(t), per)
-            })
-            .collect(),
-    };
-    let json = serde_json::to_vec(&body).expect("a snapshot body always serializes");
-    let mut out = format!(
-        "{MAGIC} {FORMAT} {} {:08x}\n",
-        json.len(),
-        crc32fast::hash(&json)
-    )
-    .into_bytes();
-    out.extend_from_slice(&json);
-    out
+    let json =
+        serde_json::to_vec(&Body::of(meta, parts)).expect("a snapshot body always serializes");
+    with_header(&json)
 }
 
-/// What a header of a readable format vouches for: the body's length and checksum.
-struct Header {
-    len: usize,
-    crc: u32,
+fn b(s: &Name) -> Cow<'_, str> {
+    Cow::Borrowed(s)
 }
 
-/// Checks the header and returns the body it vouches for.
-fn checked_body(bytes: &[u8]) -> Result<&[u8], SnapshotError> {
-    let (line, body) = split_header(bytes)?;
-    let header = parse_header(line)?;
-    if body.len() != header.len {
-        return Err(SnapshotError::Length {
-            expected: header.len,
-            found: body.len(),
-        });
+impl<'a> Body<'a> {
+    /// The table's parts as compact tuples, borrowing their strings.
+    fn of(meta: &Meta, parts: &'a Parts) -> Body<'a> {
+        Body {
+            written_at_millis: meta.written_at_millis,
+            pid: meta.pid,
+            reason: meta.reason,
+            clusters: parts
+                .clusters
+                .iter()
+                .map(|(c, members)| (b(c), members.iter().map(b).collect()))
+                .collect(),
+            groups: parts.groups.iter().map(Group::of).collect(),
+            topics: parts
+                .topics
+                .iter()
+                .map(|(t, queues)| (b(t), queues.iter().map(queue_row).collect()))
+                .collect(),
+            live: parts.live.iter().map(|(k, l)| Live::of(k, l)).collect(),
+            filter_servers: parts
+                .filter_servers
+                .iter()
+                .map(|(k, list)| (b(&k.cluster), b(&k.addr), list.clone()))
+                .collect(),
+            mappings: parts
+                .mappings
+                .iter()
+                .map(|(t, per)| {
+                    let per = per.iter().map(|(n, m)| (b(n), Mapping::from(m))).collect();
+                    (b(t), per)
+                })
+                .collect(),
+        }
     }
-    if crc32fast::hash(body) != header.crc {
-        return Err(SnapshotError::Checksum);
-    }
-    Ok(body)
 }
 
-/// The header line (without its newline) and the bytes after it; a header is short, so a
-/// file with no newline in its first 128 bytes is not a snapshot.
-fn split_header(bytes: &[u8]) -> Result<(&str, &[u8]), SnapshotError> {
-    let newline = bytes
-        .iter()
-        .take(128)
-        .position(|&b| b == b'\n')
-        .ok_or(SnapshotError::NotASnapshot)?;
-    let line = std::str::from_utf8(&bytes[..newline]).map_err(|_| SnapshotError::NotASnapshot)?;
-    Ok((line, &bytes[newline + 1..]))
+impl<'a> Group<'a> {
+    fn of(g: &'a BrokerData) -> Group<'a> {
+        Group {
+            cluster: b(&g.cluster),
+            name: b(&g.broker_name),
+            addrs: g.addrs.iter().map(|(id, a)| (*id, b(a))).collect(),
+            zone: g.zone_name.as_ref().map(b),
+            acting_master: g.enable_acting_master,
+        }
+    }
 }
 
-/// `namesrv-routes <format> <length> <crc32 hex>`; a newer format is refused before the
-/// rest of its header is read, since that format may lay it out differently.
-fn parse_header(line: &str) -> Result<Header, SnapshotError> {
-    let mut words = line.split(' ');
-    if words.next() != Some(MAGIC) {
-        return Err(SnapshotError::NotASnapshot);
+impl<'a> Live<'a> {
+    fn of(k: &'a BrokerAddr, l: &LivePart) -> Live<'a> {
+        Live {
+            cluster: b(&k.cluster),
+            addr: b(&k.addr),
+            age_millis: millis(l.age),
+            timeout_millis: millis(l.timeout),
+            data_version: (
+                l.data_version.counter,
+                l.data_version.state_version,
+                l.data_version.timestamp,
+                l.data_version.timestamp_defaulted,
+            ),
+            ha_server_addr: l.ha_server_addr.clone(),
+            version: l.version,
+        }
     }
-    let format: u32 = words
-        .next()
-        .and_then(|w| w.parse().ok())
-        .ok_or(SnapshotError::NotASnapshot)?;
-    if format > FORMAT {
-        return Err(SnapshotError::NewerFormat { found: format });
-    }
-    let (Some(len), Some(crc), None) = (
-        words.next().and_then(|w| w.parse::<usize>().ok()),
-        words.next().and_then(|w| u32::from_str_radix(w, 16).ok()),
-        words.next(),
-    ) else {
-        return Err(SnapshotError::NotASnapshot);
-    };
-    Ok(Header { len, crc })
+}
+
+fn queue_row(q: &QueueData) -> QueueRow<'_> {
+    let n = (q.read_queue_nums, q.write_queue_nums, q.perm);
+    (b(&q.broker_name), n.0, n.1, n.2, q.topic_sys_flag)
 }
 
 /// Reads a snapshot file's bytes.
