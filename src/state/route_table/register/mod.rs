@@ -2,10 +2,10 @@
 //! structural difference: registration work is proportional to what changed.
 //!
 //! The route table decides first, without mutating anything, which of the body's topic
-//! configs must be applied ([`plan`]); configs byte-identical to the ones an entry was built
+//! configs must be applied (`plan`); configs byte-identical to the ones an entry was built
 //! from are skipped without being parsed, and a body identical to the broker's previous one
 //! is not even decoded ([`BodyInput::Unchanged`]). Only then are the changes made
-//! ([`apply`]), so a config that fails to parse leaves the table untouched, as a Java decode
+//! (`apply`), so a config that fails to parse leaves the table untouched, as a Java decode
 //! failure does.
 
 mod apply;
