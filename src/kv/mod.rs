@@ -1,4 +1,4 @@
-//! The KV config store (NAMESRV.md §7): namespace → key → value, persisted to `kvConfigPath`
+//! The KV config store (Java's `KVConfigManager`): namespace → key → value, persisted to `kvConfigPath`
 //! in Java's file format so files move freely between Java and this server.
 //!
 //! Changes are durable before they are visible: a PUT or DELETE returns once it is on disk,
@@ -288,9 +288,3 @@ fn apply(table: &mut Namespaces, edit: &Edit) {
 
 #[cfg(test)]
 mod tests;
-
-#[cfg(test)]
-mod model_tests;
-
-#[cfg(test)]
-mod journal_tests;

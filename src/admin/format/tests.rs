@@ -1,4 +1,5 @@
-//! The formats against ADMIN.md's examples, byte for byte.
+//! The formats against output of Java's mqadmin (`TopicRouteSubCommand`,
+//! `ClusterListSubCommand`), byte for byte.
 
 use super::*;
 use crate::admin::decode::RouteInfo;

@@ -155,31 +155,14 @@ pub fn quote_numeric_keys(json: &[u8]) -> std::borrow::Cow<'_, [u8]> {
         match c {
             b'"' => in_string = true,
             b'{' | b',' => {
-                let mut j = i + 1;
-                while j < json.len() && json[j].is_ascii_whitespace() {
-                    j += 1;
-                }
-                let start = j;
-                if j < json.len() && json[j] == b'-' {
-                    j += 1;
-                }
-                while j < json.len() && json[j].is_ascii_digit() {
-                    j += 1;
-                }
-                let digits = &json[start..j];
-                let has_digit = digits.iter().any(u8::is_ascii_digit);
-                let mut k = j;
-                while k < json.len() && json[k].is_ascii_whitespace() {
-                    k += 1;
-                }
-                if has_digit && k < json.len() && json[k] == b':' {
+                if let Some(key) = bare_numeric_key(json, i) {
                     let buf = out.get_or_insert_with(|| Vec::with_capacity(json.len() + 16));
-                    buf.extend_from_slice(&json[copied..start]);
+                    buf.extend_from_slice(&json[copied..key.start]);
                     buf.push(b'"');
-                    buf.extend_from_slice(digits);
+                    buf.extend_from_slice(&json[key.clone()]);
                     buf.push(b'"');
-                    copied = j;
-                    i = j;
+                    copied = key.end;
+                    i = key.end;
                     continue;
                 }
             }
@@ -194,6 +177,27 @@ pub fn quote_numeric_keys(json: &[u8]) -> std::borrow::Cow<'_, [u8]> {
             std::borrow::Cow::Owned(buf)
         }
     }
+}
+
+/// The span of a bare numeric key (`-`, then digits) after the `{` or `,` at `i`, if a `:`
+/// follows it.
+fn bare_numeric_key(json: &[u8], i: usize) -> Option<std::ops::Range<usize>> {
+    let after_blanks = |mut j: usize| {
+        while j < json.len() && json[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        j
+    };
+    let start = after_blanks(i + 1);
+    let mut end = start;
+    if json.get(end) == Some(&b'-') {
+        end += 1;
+    }
+    while end < json.len() && json[end].is_ascii_digit() {
+        end += 1;
+    }
+    let has_digit = json[start..end].iter().any(u8::is_ascii_digit);
+    (has_digit && json.get(after_blanks(end)) == Some(&b':')).then_some(start..end)
 }
 
 /// Whether fastjson decodes `body` to `null` rather than failing: invalid UTF-8, a blank

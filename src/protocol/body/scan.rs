@@ -297,68 +297,76 @@ impl<'a> Scanner<'a> {
             let Some(c) = self.peek() else {
                 return self.err("unexpected end of JSON");
             };
-            if want_value {
-                match c {
-                    b'{' => {
-                        self.pos += 1;
-                        stack.push(true);
-                        if self.peek() == Some(b'}') {
-                            self.pos += 1;
-                            stack.pop();
-                            want_value = false;
-                        } else {
-                            self.object_key()?;
-                        }
-                        if want_value {
-                            continue;
-                        }
-                    }
-                    b'[' => {
-                        self.pos += 1;
-                        stack.push(false);
-                        if self.peek() != Some(b']') {
-                            continue;
-                        }
-                        self.pos += 1;
-                        stack.pop();
-                        want_value = false;
-                    }
-                    b'"' => {
-                        self.pos += 1;
-                        self.skip_string()?;
-                        want_value = false;
-                    }
-                    b'-' | b'0'..=b'9' => {
-                        self.number()?;
-                        want_value = false;
-                    }
-                    _ => {
-                        self.literal()?;
-                        want_value = false;
-                    }
-                }
+            want_value = if want_value {
+                self.value_start(c, &mut stack)?
             } else {
-                match (c, stack.last()) {
-                    (_, None) => return Ok(()),
-                    (b',', Some(true)) => {
-                        self.pos += 1;
-                        self.object_key()?;
-                        want_value = true;
-                    }
-                    (b',', Some(false)) => {
-                        self.pos += 1;
-                        want_value = true;
-                    }
-                    (b'}', Some(true)) | (b']', Some(false)) => {
-                        self.pos += 1;
-                        stack.pop();
-                    }
-                    _ => return self.err("expected ',' or a closing bracket"),
-                }
-            }
+                self.after_value(c, &mut stack)?
+            };
             if !want_value && stack.is_empty() {
                 return Ok(());
             }
+        }
+    }
+
+    /// Consumes the start of a value: an opening bracket (with an object's first key) or a
+    /// whole scalar. Returns whether a value must follow.
+    fn value_start(&mut self, c: u8, stack: &mut Vec<bool>) -> Result<bool> {
+        match c {
+            b'{' => {
+                self.pos += 1;
+                if self.peek() == Some(b'}') {
+                    self.pos += 1;
+                    return Ok(false);
+                }
+                stack.push(true);
+                self.object_key()?;
+                Ok(true)
+            }
+            b'[' => {
+                self.pos += 1;
+                if self.peek() == Some(b']') {
+                    self.pos += 1;
+                    return Ok(false);
+                }
+                stack.push(false);
+                Ok(true)
+            }
+            b'"' => {
+                self.pos += 1;
+                self.skip_string()?;
+                Ok(false)
+            }
+            b'-' | b'0'..=b'9' => {
+                self.number()?;
+                Ok(false)
+            }
+            _ => {
+                self.literal()?;
+                Ok(false)
+            }
+        }
+    }
+
+    /// Consumes what follows a value inside a container: a comma (with an object's next key)
+    /// or the container's closing bracket. Returns whether a value must follow.
+    fn after_value(&mut self, c: u8, stack: &mut Vec<bool>) -> Result<bool> {
+        match (c, stack.last()) {
+            (_, None) => Ok(false),
+            (b',', Some(true)) => {
+                self.pos += 1;
+                self.object_key()?;
+                Ok(true)
+            }
+            (b',', Some(false)) => {
+                self.pos += 1;
+                Ok(true)
+            }
+            (b'}', Some(true)) | (b']', Some(false)) => {
+                self.pos += 1;
+                stack.pop();
+                Ok(false)
+            }
+            _ => self.err("expected ',' or a closing bracket"),
         }
     }
 

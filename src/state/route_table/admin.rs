@@ -1,5 +1,6 @@
 //! Operator changes to routes: WIPE/ADD_WRITE_PERM_OF_BROKER, DELETE_TOPIC_IN_NAMESRV and
-//! REGISTER_TOPIC_IN_NAMESRV (NAMESRV.md §2.10–2.14). All are in memory only: a broker's next
+//! REGISTER_TOPIC_IN_NAMESRV (`RouteInfoManager#wipeWritePermOfBrokerByLock`,
+//! `#addWritePermOfBrokerByLock`, `#deleteTopic`, `#registerTopic`). All are in memory only: a broker's next
 //! registration with a new data version overwrites them, as in Java.
 
 use super::{QueueEntry, RouteTable};
@@ -123,9 +124,8 @@ mod tests {
     #[test]
     fn perm_changes_count_topics_and_overwrite_like_java() {
         let mut t = RouteTable::new();
-        register(
+        register_broker_a(
             &mut t,
-            &reg("broker-a", "a:1", 0, 1),
             &body_with(1, 0, &[("A", 1, 1, 7, 0), ("B", 1, 1, 4, 0)]),
             Instant::now(),
         );
@@ -151,12 +151,7 @@ mod tests {
     fn delete_topic_everywhere_or_per_cluster() {
         let mut t = RouteTable::new();
         let now = Instant::now();
-        register(
-            &mut t,
-            &reg("broker-a", "a:1", 0, 1),
-            &body(1, &["A", "B"]),
-            now,
-        );
+        register_broker_a(&mut t, &body(1, &["A", "B"]), now);
         let mut other = reg("broker-b", "b:1", 0, 2);
         other.cluster = "Other";
         register(&mut t, &other, &body(1, &["A", "B"]), now);
@@ -173,12 +168,7 @@ mod tests {
     #[test]
     fn register_topic_needs_known_groups() {
         let mut t = RouteTable::new();
-        register(
-            &mut t,
-            &reg("broker-a", "a:1", 0, 1),
-            &body(1, &["A", "B"]),
-            Instant::now(),
-        );
+        register_broker_a(&mut t, &body(1, &["A", "B"]), Instant::now());
         t.register_topic("New", &[qd("broker-a", 8), qd("ghost", 8)]);
         assert!(t.topic("New").is_none());
         t.register_topic("New", &[qd("broker-a", 8)]);

@@ -1,4 +1,5 @@
-//! Removing brokers for silence (NAMESRV.md §5.2, §5.4): the expiry scan and the idle
+//! Removing brokers for silence (`RouteInfoManager#scanNotActiveBroker`, and the idle
+//! connection event of `BrokerHousekeepingService`): the expiry scan and the idle
 //! timeout, both under eviction protection ([`crate::state::protection`]).
 //!
 //! Silence is the only thing protection holds. When it is off, or does not trigger, these

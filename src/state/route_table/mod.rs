@@ -15,14 +15,12 @@
 
 pub mod admin;
 pub mod expiry;
-#[cfg(test)]
-mod expiry_tests;
-#[cfg(test)]
-mod model_tests;
 pub mod overview;
 pub mod parts;
 pub mod query;
 pub mod register;
+#[cfg(test)]
+mod tests;
 pub mod unregister;
 
 use std::collections::HashMap;
@@ -382,6 +380,27 @@ pub(crate) mod testing {
         }
     }
 
+    /// Registers the tests' usual broker: `broker-a`, master at `a:1` on connection 1.
+    pub fn register_broker_a(
+        t: &mut RouteTable,
+        body: &RegisterBody,
+        now: Instant,
+    ) -> RegisterOutcome {
+        register(t, &reg("broker-a", "a:1", 0, 1), body, now)
+    }
+
+    /// A plain route query for `topic`: standard JSON, no zone, no acting-master support.
+    pub fn query(topic: &str) -> super::query::RouteQuery<'_> {
+        super::query::RouteQuery {
+            topic,
+            style: crate::protocol::json::JsonStyle::Standard,
+            support_acting_master: false,
+            zone: None,
+            external_epoch: 0,
+            order_topic_conf: &|| None,
+        }
+    }
+
     /// Registers with a decoded body and default settings.
     pub fn register(
         t: &mut RouteTable,
@@ -395,43 +414,5 @@ pub(crate) mod testing {
         };
         t.register(r, input, &RegisterSettings::default(), now)
             .expect("a valid, decoded body")
-    }
-}
-
-#[cfg(test)]
-mod listing_tests {
-    use super::testing::{body, reg, register};
-    use super::*;
-
-    #[test]
-    fn listings_are_quick_up_to_2048_topics_and_64_groups() {
-        let now = Instant::now();
-        let mut t = RouteTable::default();
-        assert!(t.lists_quickly());
-        let names: Vec<String> = (0..2_049).map(|i| format!("T{i}")).collect();
-        let mut names: Vec<&str> = names.iter().map(String::as_str).collect();
-        let last = names.pop().unwrap();
-        register(
-            &mut t,
-            &reg("b", "10.0.0.1:10911", 0, 1),
-            &body(1, &names),
-            now,
-        );
-        assert!(t.lists_quickly(), "2 048 topics");
-        names.push(last);
-        register(
-            &mut t,
-            &reg("b", "10.0.0.1:10911", 0, 1),
-            &body(2, &names),
-            now,
-        );
-        assert!(!t.lists_quickly(), "2 049 topics");
-
-        let mut t = RouteTable::default();
-        for g in 0..65u64 {
-            let (name, addr) = (format!("g{g}"), format!("10.0.1.{g}:10911"));
-            register(&mut t, &reg(&name, &addr, 0, g), &body(1, &["T"]), now);
-            assert_eq!(t.lists_quickly(), g < 64, "{} groups", g + 1);
-        }
     }
 }

@@ -267,12 +267,7 @@ mod tests {
     fn topic_search_is_case_insensitive_sorted_and_bounded() {
         let mut t = RouteTable::new();
         let names = ["OrderTopic", "orders-eu", "Payments", "ORDER_X"];
-        register(
-            &mut t,
-            &reg("broker-a", "a:1", 0, 1),
-            &body(1, &names),
-            Instant::now(),
-        );
+        register_broker_a(&mut t, &body(1, &names), Instant::now());
         let mut sorted = t.topic_names();
         sorted.sort_unstable();
         let (found, total) = find_topics(&sorted, "order", 2);

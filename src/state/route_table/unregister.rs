@@ -1,4 +1,4 @@
-//! Removing brokers (NAMESRV.md §5): UNREGISTER_BROKER, a broker's connection closing, and
+//! Removing brokers (`RouteInfoManager#unRegisterBroker`, `#onChannelDestroy`): UNREGISTER_BROKER, a broker's connection closing, and
 //! the common path of the expiry scan ([`super::expiry`]).
 //!
 //! Java queues all three to a batch thread; here they are applied at once under the table's
@@ -211,12 +211,7 @@ mod tests {
     fn unregistering_the_last_member_removes_the_broker_everywhere() {
         let mut t = RouteTable::new();
         let now = Instant::now();
-        register(
-            &mut t,
-            &reg("broker-a", "a:1", 0, 1),
-            &body(1, &["A", "B"]),
-            now,
-        );
+        register_broker_a(&mut t, &body(1, &["A", "B"]), now);
         register(
             &mut t,
             &reg("broker-b", "b:1", 0, 2),
@@ -252,12 +247,7 @@ mod tests {
         assert_eq!(q.perm, 4);
         // Without acting master, the slave's topics keep their permission.
         let mut plain = RouteTable::new();
-        register(
-            &mut plain,
-            &reg("broker-a", "a:1", 0, 1),
-            &body(1, &["A", "B"]),
-            now,
-        );
+        register_broker_a(&mut plain, &body(1, &["A", "B"]), now);
         register(
             &mut plain,
             &reg("broker-a", "a:2", 1, 2),
@@ -281,12 +271,7 @@ mod tests {
     fn a_closed_connection_unregisters_only_brokers_it_still_owns() {
         let mut t = RouteTable::new();
         let now = Instant::now();
-        register(
-            &mut t,
-            &reg("broker-a", "a:1", 0, 1),
-            &body(1, &["A", "B"]),
-            now,
-        );
+        register_broker_a(&mut t, &body(1, &["A", "B"]), now);
         // The broker reconnects and re-registers on connection 2 before 1's close is seen.
         register(
             &mut t,
@@ -305,12 +290,7 @@ mod tests {
     fn expiry_removes_silent_brokers_only() {
         let mut t = RouteTable::new();
         let start = Instant::now();
-        register(
-            &mut t,
-            &reg("broker-a", "a:1", 0, 1),
-            &body(1, &["A", "B"]),
-            start,
-        );
+        register_broker_a(&mut t, &body(1, &["A", "B"]), start);
         let mut quick = reg("broker-b", "b:1", 0, 2);
         quick.heartbeat_timeout_millis = Some(10_000);
         register(&mut t, &quick, &body(1, &["C", "D"]), start);
@@ -329,12 +309,7 @@ mod tests {
     fn a_live_entry_no_group_lists_is_still_removed_on_expiry() {
         let mut t = RouteTable::new();
         let start = Instant::now();
-        register(
-            &mut t,
-            &reg("broker-a", "a:1", 0, 1),
-            &body(1, &["A", "B"]),
-            start,
-        );
+        register_broker_a(&mut t, &body(1, &["A", "B"]), start);
         // The same group re-registers under another cluster: its live key is (Other, a:1)
         // but the group still says DefaultCluster.
         let mut other = reg("broker-a", "a:1", 0, 1);

@@ -8,7 +8,7 @@ use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use super::format::PREFIX;
+use super::header::PREFIX;
 use crate::durable::with_suffix;
 
 /// Whether the regular file at `path` starts as a route snapshot does.

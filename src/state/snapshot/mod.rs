@@ -21,6 +21,7 @@
 
 mod aside;
 mod format;
+mod header;
 pub mod task;
 #[cfg(test)]
 mod tests;
@@ -32,7 +33,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-pub use format::{FORMAT, decode, encode};
+pub use format::{decode, encode};
+pub use header::FORMAT;
 
 use super::Namesrv;
 use super::route_table::parts::Parts;

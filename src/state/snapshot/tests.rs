@@ -17,6 +17,12 @@ fn meta(written_at_millis: i64) -> Meta {
     }
 }
 
+/// What restoring [`table`] reports.
+const ALL_OF_TABLE: Restored = Restored::Routes {
+    brokers: 3,
+    topics: 4,
+};
+
 /// A table with two groups (one zoned, one wiped), a slave, filter servers and a mapping.
 fn table(now: Instant) -> RouteTable {
     let mut t = RouteTable::new();
@@ -177,13 +183,7 @@ async fn restore_uses_the_backup_when_the_file_is_damaged_and_never_fails() {
     save(&path, &meta(written), &parts).unwrap();
     save(&path, &meta(written), &parts).unwrap();
     let s = state(dir.path());
-    assert_eq!(
-        s.restore_routes(&path),
-        Restored::Routes {
-            brokers: 3,
-            topics: 4
-        }
-    );
+    assert_eq!(s.restore_routes(&path), ALL_OF_TABLE);
     assert_eq!(s.routes().all_topics().len(), 4);
     // The restored clusters have their metric series even if they empty before a scrape.
     assert!(!s.metrics().clusters_to_report([]).is_empty());
@@ -191,13 +191,7 @@ async fn restore_uses_the_backup_when_the_file_is_damaged_and_never_fails() {
     let bytes = std::fs::read(&path).unwrap();
     std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
     let s = state(dir.path());
-    assert_eq!(
-        s.restore_routes(&path),
-        Restored::Routes {
-            brokers: 3,
-            topics: 4
-        }
-    );
+    assert_eq!(s.restore_routes(&path), ALL_OF_TABLE);
     // Both damaged, or a newer format: ignored, the table stays empty.
     std::fs::write(crate::durable::backup_path(&path), b"garbage").unwrap();
     let s = state(dir.path());

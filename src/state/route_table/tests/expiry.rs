@@ -1,5 +1,5 @@
-//! The expiry scan and idle timeouts under eviction protection, on the plain table: the
-//! issue's cases, the one warning per hold, and a property test over random heartbeat
+//! The expiry scan and idle timeouts under eviction protection, on the plain table: holds,
+//! releases and evictions case by case, the one warning per hold, and a property test over random heartbeat
 //! schedules against a model of the rule.
 
 use std::collections::BTreeMap;
@@ -8,9 +8,9 @@ use std::time::Duration;
 use proptest::prelude::*;
 use tokio::time::Instant;
 
-use super::testing::*;
-use super::*;
 use crate::state::protection::{Policy, ProtectionStatus};
+use crate::state::route_table::testing::*;
+use crate::state::route_table::*;
 
 const SEC: Duration = Duration::from_secs(1);
 
@@ -532,7 +532,7 @@ fn step(
             got.sort();
             prop_assert_eq!(&got, &expected, "scan at {} (protecting: {})", now, protect);
             m.retain(|b, _| !expected.contains(&addr(*b)));
-            // The property of the issue: no broker outlives its timeout plus the maximum
+            // The property protection promises: no broker outlives its timeout plus the maximum
             // hold at any scan.
             for (b, k) in m.iter() {
                 prop_assert!(

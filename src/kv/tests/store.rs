@@ -1,8 +1,8 @@
 //! Unit tests of the KV store: the Java file format and order, recovery from the backup, and
 //! failed writes.
 
-use super::*;
 use crate::durable;
+use crate::kv::*;
 
 #[test]
 fn overview_and_namespace_read_in_order_without_the_rest() {

@@ -1,4 +1,5 @@
-//! mqadmin's output formats, byte for byte (ADMIN.md §2–§3): the fastjson pretty form of a
+//! mqadmin's output formats, byte for byte (Java's `TopicRouteSubCommand` and
+//! `ClusterListSubCommand`): the fastjson pretty form of a
 //! topic route, the `-l` route table, the `clusterList` tables, and Java's collection texts.
 
 use std::fmt::Write as _;
@@ -190,10 +191,8 @@ fn route_row(out: &mut String, cols: [&str; 6]) {
     );
 }
 
-/// `topicRoute -l`: one row per broker group sorted by name, a rule of 158 dashes, and the
-/// totals. Fails, as mqadmin does, when a broker group has no queue data.
-pub fn route_list(r: &RouteInfo) -> Result<String, String> {
-    // The last queue data of a broker name wins, as in the Java HashMap.
+/// Each broker name's queue data; the last one of a name wins, as in the Java HashMap.
+fn queues_by_broker(r: &RouteInfo) -> Vec<(&str, &QueueInfo)> {
     let mut queues: Vec<(&str, &QueueInfo)> = Vec::new();
     for q in &r.queue_datas {
         match queues.iter_mut().find(|(n, _)| *n == q.broker_name) {
@@ -201,6 +200,13 @@ pub fn route_list(r: &RouteInfo) -> Result<String, String> {
             None => queues.push((&q.broker_name, q)),
         }
     }
+    queues
+}
+
+/// `topicRoute -l`: one row per broker group sorted by name, a rule of 158 dashes, and the
+/// totals. Fails, as mqadmin does, when a broker group has no queue data.
+pub fn route_list(r: &RouteInfo) -> Result<String, String> {
+    let queues = queues_by_broker(r);
     let mut brokers: Vec<&BrokerInfo> = r.broker_datas.iter().collect();
     brokers.sort_by(|a, b| java_string_cmp(&a.broker_name, &b.broker_name));
     let mut out = String::new();

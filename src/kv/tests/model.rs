@@ -20,8 +20,8 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError};
 
-use super::KvStore;
 use crate::durable;
+use crate::kv::KvStore;
 
 type Table = BTreeMap<String, BTreeMap<String, String>>;
 

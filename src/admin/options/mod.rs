@@ -157,28 +157,29 @@ impl CommandSpec {
             parsed.values.push((spec.long, value));
         }
         if !parsed.has("help") {
-            let missing: Vec<String> = self
-                .all_options()
-                .filter(|o| o.required && !parsed.has(o.long))
-                .map(OptSpec::key)
-                .collect();
-            match missing.len() {
-                0 => {}
-                1 => {
-                    return Err(UsageError(format!(
-                        "Missing required option: {}",
-                        missing[0]
-                    )));
-                }
-                _ => {
-                    return Err(UsageError(format!(
-                        "Missing required options: {}",
-                        missing.join(", ")
-                    )));
-                }
-            }
+            self.check_required(&parsed)?;
         }
         Ok(parsed)
+    }
+
+    /// Commons CLI's check that every required option was given, naming all that were not.
+    fn check_required(&self, parsed: &Parsed) -> Result<(), UsageError> {
+        let missing: Vec<String> = self
+            .all_options()
+            .filter(|o| o.required && !parsed.has(o.long))
+            .map(OptSpec::key)
+            .collect();
+        match missing.len() {
+            0 => Ok(()),
+            1 => Err(UsageError(format!(
+                "Missing required option: {}",
+                missing[0]
+            ))),
+            _ => Err(UsageError(format!(
+                "Missing required options: {}",
+                missing.join(", ")
+            ))),
+        }
     }
 
     /// A `--name`: an exact long name or a unique prefix of one.

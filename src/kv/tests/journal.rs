@@ -10,8 +10,8 @@ use std::path::Path;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError};
 
-use super::journal::{self, Edit};
-use super::{KvLimits, KvStore, Tuning, file};
+use crate::kv::journal::{self, Edit};
+use crate::kv::{KvLimits, KvStore, Tuning, file};
 
 type Table = BTreeMap<String, BTreeMap<String, String>>;
 

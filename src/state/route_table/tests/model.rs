@@ -10,13 +10,11 @@ use bytes::Bytes;
 use proptest::prelude::*;
 use tokio::time::Instant;
 
-use super::RouteTable;
-use super::query::RouteQuery;
-use super::register::{BodyInput, RegisterSettings, Registration};
-use super::unregister::Unregistration;
 use crate::protocol::body::{DecodeOptions, RegisterBody};
-use crate::protocol::json::JsonStyle;
 use crate::state::ConnId;
+use crate::state::route_table::RouteTable;
+use crate::state::route_table::register::{BodyInput, RegisterSettings, Registration};
+use crate::state::route_table::unregister::Unregistration;
 
 const BROKERS: [&str; 3] = ["b0", "b1", "b2"];
 const TOPICS: [&str; 5] = ["t0", "t1", "t2", "t3", "t4"];
@@ -96,14 +94,7 @@ fn body(
 }
 
 fn route_of(t: &RouteTable, topic: &str, cached: bool) -> Option<BTreeSet<(String, i32)>> {
-    let query = RouteQuery {
-        topic,
-        style: JsonStyle::Standard,
-        support_acting_master: false,
-        zone: None,
-        external_epoch: 0,
-        order_topic_conf: &|| None,
-    };
+    let query = crate::state::route_table::testing::query(topic);
     let body = if cached {
         t.route(&query)?
     } else {
