@@ -243,6 +243,7 @@ async fn serve(
     }
     let listeners = Listeners {
         remoting: listener,
+        more: Vec::new(),
         http,
     };
     let server = Server::new(server_config, handles).with_service(AllocatorTrim);

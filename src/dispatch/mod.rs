@@ -26,7 +26,7 @@ use crate::state::Namesrv;
 /// What serving one request gave: the response to write, if any, and whether the request
 /// registered a broker on its connection (closing the connection then unregisters it) — or,
 /// for a handler that finishes later, the [`Pending`] that will give them.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Served {
     /// `None` for one-way requests, for stray responses (the name server sends no requests
     /// on accepted connections) and while `pending`.
@@ -58,11 +58,7 @@ impl Future for Pending {
 
 impl Served {
     fn nothing() -> Served {
-        Served {
-            response: None,
-            registered_broker: false,
-            pending: None,
-        }
+        Served::default()
     }
 
     /// `response` to `req`, carrying its opaque; nothing for a one-way request.

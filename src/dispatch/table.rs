@@ -97,10 +97,21 @@ impl Route {
         class: LatencyClass,
         permission: Permission,
     ) -> Route {
+        Route::row(code, name, label, Handler::Sync(handler), class, permission)
+    }
+
+    const fn row(
+        code: i32,
+        name: &'static str,
+        label: &'static str,
+        handler: Handler,
+        class: LatencyClass,
+        permission: Permission,
+    ) -> Route {
         Route {
             code,
             name,
-            handler: Handler::Sync(handler),
+            handler,
             cost: Cost::Quick,
             metric: RequestSeries {
                 slot: 0,
@@ -112,13 +123,23 @@ impl Route {
         }
     }
 
-    /// The row with an asynchronous handler instead.
-    pub const fn finishing_later(
-        mut self,
+    /// A row like [`Route::new`]'s whose handler finishes later.
+    pub const fn later(
+        code: i32,
+        name: &'static str,
+        label: &'static str,
         handler: fn(&Context<'_>, &RemotingCommand) -> Later,
+        class: LatencyClass,
+        permission: Permission,
     ) -> Route {
-        self.handler = Handler::Async(handler);
-        self
+        Route::row(
+            code,
+            name,
+            label,
+            Handler::Async(handler),
+            class,
+            permission,
+        )
     }
 
     /// The row, running in `cost`'s lane.

@@ -16,6 +16,11 @@
 //! lines saying a connection was closed for a malformed frame or for idling are limited
 //! server-wide ([`CloseLog`]): anyone can open connections, and each must not cost a line.
 //!
+//! A request whose handler finishes later ([`crate::dispatch::Handler::Async`]) does not hold
+//! the connection up: its reply is awaited beside the connection's other sources and written
+//! when it comes, carrying the request's opaque, so later requests may be answered first. At
+//! most [`MAX_PENDING_REPLIES`] wait at once; beyond that the connection stops reading.
+//!
 //! The connection also carries the requests the server sends its client ([`super::outbound`]):
 //! they are written as responses are, and a response frame answering one of them goes to
 //! its waiter instead of being dispatched.
@@ -25,7 +30,10 @@
 //! by way of [`Io`].
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::Poll;
 
 use bytes::{Bytes, BytesMut};
 use tokio::time::{Instant, Sleep};
@@ -38,7 +46,7 @@ use super::offload::Lane;
 use super::outbound::{Attached, Line};
 use super::prelude::Transport;
 use crate::auth::Gate;
-use crate::dispatch::{Cost, cost, dispatch};
+use crate::dispatch::{Cost, Pending, RequestTable, Served, serve as dispatch};
 use crate::handlers::Context;
 use crate::log_limit::LogLimit;
 use crate::protocol::{DecodeError, RemotingCommand, decode_frame, encode_frame, split_frame};
@@ -50,6 +58,9 @@ const READ_CHUNK: usize = 4 * 1024;
 
 /// Frames larger than this are decoded and handled on the blocking pool.
 const INLINE_FRAME_MAX: usize = 64 * 1024;
+
+/// Most replies of asynchronous handlers one connection waits for at once.
+pub(super) const MAX_PENDING_REPLIES: usize = 256;
 
 /// How often a connection closed for a malformed frame, or for idling, is logged: at most
 /// once per interval each, with the number of closings not logged since.
@@ -118,6 +129,50 @@ struct Conn<'a> {
     in_flight: usize,
     /// Requests the server sends on this connection, and the responses they wait for.
     outbound: Attached,
+    /// What this connection's requests are served by.
+    table: &'static RequestTable,
+}
+
+/// Replies of asynchronous handlers the connection waits for. Empty (and holding no memory)
+/// unless a handler finishes later; polled only when the connection's task wakes.
+#[derive(Default)]
+struct Replies(Vec<Pending>);
+
+impl Replies {
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn is_full(&self) -> bool {
+        self.0.len() >= MAX_PENDING_REPLIES
+    }
+
+    fn push(&mut self, pending: Pending) {
+        self.0.push(pending);
+    }
+
+    /// The next reply to be ready; never, while none waits.
+    async fn next(&mut self) -> Served {
+        std::future::poll_fn(|cx| {
+            let ready =
+                self.0
+                    .iter_mut()
+                    .enumerate()
+                    .find_map(|(i, p)| match Pin::new(p).poll(cx) {
+                        Poll::Ready(served) => Some((i, served)),
+                        Poll::Pending => None,
+                    });
+            let Some((i, served)) = ready else {
+                return Poll::Pending;
+            };
+            self.0.swap_remove(i);
+            if self.0.is_empty() {
+                self.0 = Vec::new();
+            }
+            Poll::Ready(served)
+        })
+        .await
+    }
 }
 
 /// What a connection waits for between turns: the arm of its one `select!` that fired.
@@ -127,9 +182,19 @@ enum Wake {
     Evicted,
     /// The server queued requests to send.
     Outbound,
+    /// An asynchronous handler's reply is ready.
+    Replied(Served),
     /// Bytes (or the end of the stream) may be there.
     Readable(std::io::Result<()>),
     Idle,
+}
+
+/// What a connection is served by: the state, the server's shared parts and its listener's
+/// request table.
+pub(super) struct Serving<'a> {
+    pub(super) state: Namesrv,
+    pub(super) server: &'a Server,
+    pub(super) table: &'static RequestTable,
 }
 
 /// Serves one connection until it closes, fails, idles out (after `idle` without a byte,
@@ -140,8 +205,11 @@ pub(super) async fn serve(
     peer: SocketAddr,
     holding: Holding,
     idle: Option<std::time::Duration>,
-    state: Namesrv,
-    server: &Server,
+    Serving {
+        state,
+        server,
+        table,
+    }: Serving<'_>,
     cancel: CancellationToken,
 ) {
     let mut io = Io::new(transport);
@@ -156,6 +224,7 @@ pub(super) async fn serve(
         holding,
         in_flight: 0,
         outbound: server.handles.outbound.attach(conn),
+        table,
     };
     let Err(end) = c.run(&mut io, &cancel).await;
     // Requests still waiting for responses learn at once that none will come.
@@ -178,6 +247,7 @@ impl Conn<'_> {
         // sockets and tasks. A large frame's buffer is freed as soon as it has been handled.
         let mut input = BytesMut::new();
         let mut output = BytesMut::new();
+        let mut replies = Replies::default();
         let idle = self.idle;
         let far = || Instant::now() + std::time::Duration::from_secs(86_400 * 365);
         let sleep = tokio::time::sleep_until(idle.map_or_else(far, |d| Instant::now() + d));
@@ -187,7 +257,7 @@ impl Conn<'_> {
         loop {
             // Requests that arrived whole are answered even if a malformed frame follows.
             let handled = self
-                .handle_buffered(&mut input, &mut output, io, sleep.as_mut())
+                .handle_buffered(&mut input, &mut output, &mut replies, io, sleep.as_mut())
                 .await;
             let written = match output.is_empty() {
                 true => Ok(()),
@@ -199,10 +269,10 @@ impl Conn<'_> {
                 input = BytesMut::new();
             }
             self.report(&input, &output)?;
-            if draining {
+            if draining && replies.is_empty() {
                 return Err(End::Cancelled);
             }
-            if cancel.is_cancelled() {
+            if cancel.is_cancelled() && !draining {
                 drain(io, &mut input);
                 draining = true;
                 continue;
@@ -210,13 +280,15 @@ impl Conn<'_> {
             // One source per arm, checked in this order; each is acted on below.
             let wake = tokio::select! {
                 biased;
-                _ = cancel.cancelled() => Wake::Cancelled,
+                _ = cancel.cancelled(), if !draining => Wake::Cancelled,
                 _ = self.holding.closed() => Wake::Evicted,
                 // Before reading: the server's requests are few and their queue is bounded,
                 // and a peer that keeps sending must not hold back what is sent to it.
                 _ = self.outbound.line().queued() => Wake::Outbound,
-                // Wait for bytes before taking a buffer for them.
-                ready = io.readable() => Wake::Readable(ready),
+                served = replies.next(), if !replies.is_empty() => Wake::Replied(served),
+                // Wait for bytes before taking a buffer for them; not while draining (what
+                // arrived is read) or while as many replies wait as the connection allows.
+                ready = io.readable(), if !draining && !replies.is_full() => Wake::Readable(ready),
                 _ = &mut sleep => Wake::Idle,
             };
             match wake {
@@ -227,6 +299,12 @@ impl Conn<'_> {
                 Wake::Evicted => return Err(End::Evicted),
                 // Written, with any responses, at the top of the next turn.
                 Wake::Outbound => self.encode_outbound(&mut output),
+                // Written, as the others, at the top of the next turn.
+                Wake::Replied(served) => {
+                    if let Some(response) = self.took(served, &mut replies) {
+                        self.encode(&response, &mut output);
+                    }
+                }
                 Wake::Readable(ready) => {
                     ready.map_err(End::Io)?;
                     if self.read_some(io, &mut input)?
@@ -280,18 +358,21 @@ impl Conn<'_> {
         &mut self,
         input: &mut BytesMut,
         output: &mut BytesMut,
+        replies: &mut Replies,
         io: &mut Io,
         mut sleep: std::pin::Pin<&mut Sleep>,
     ) -> Result<(), End> {
         let config = &self.server.config;
         let mut handled_any = false;
-        while let Some(frame) = split_frame(input, config.frame_limits).map_err(End::Malformed)? {
+        while !replies.is_full()
+            && let Some(frame) = split_frame(input, config.frame_limits).map_err(End::Malformed)?
+        {
             handled_any = true;
             self.in_flight = frame.len();
             self.report(input, output)?;
-            let response = self.handle(frame).await;
+            let served = self.handle(frame).await;
             self.in_flight = 0;
-            if let Some(response) = response? {
+            if let Some(response) = self.took(served?, replies) {
                 self.encode(&response, output);
             }
             self.report(input, output)?;
@@ -313,15 +394,30 @@ impl Conn<'_> {
         self.report(input, output)
     }
 
+    /// Notes what serving a request did to the connection, keeps its pending reply, and
+    /// returns its response to write, if any.
+    fn took(&mut self, served: Served, replies: &mut Replies) -> Option<RemotingCommand> {
+        if served.registered_broker && !self.registered_broker {
+            tracing::debug!(peer = %self.peer, conn = ?self.conn, "connection now carries a broker");
+            self.registered_broker = true;
+        }
+        if let Some(pending) = served.pending {
+            replies.push(pending);
+        }
+        served.response
+    }
+
     /// Decodes and handles one frame, on the blocking pool when it may take long.
-    async fn handle(&mut self, frame: Bytes) -> Result<Option<RemotingCommand>, End> {
-        let (served, registered) = if frame.len() > INLINE_FRAME_MAX {
+    async fn handle(&mut self, frame: Bytes) -> Result<Served, End> {
+        let table = self.table;
+        let served = if frame.len() > INLINE_FRAME_MAX {
             let (state, conn, peer) = (self.state.clone(), self.conn, self.peer);
             let auth = self.server.handles.auth.clone();
             let line = self.outbound.line().clone();
             self.offloaded(Lane::Cpu, move |now| {
                 let (request, _) = decode_frame(frame)?;
                 Ok(handle_request(
+                    table,
                     &state,
                     (conn, peer, &auth),
                     &line,
@@ -333,7 +429,7 @@ impl Conn<'_> {
             .map_err(End::Malformed)?
         } else {
             let (request, _) = decode_frame(frame).map_err(End::Malformed)?;
-            let lane = match cost(&request) {
+            let lane = match table.cost(&request) {
                 Cost::Quick => None,
                 Cost::Disk => Some(Lane::Disk),
                 Cost::Cpu => Some(Lane::Cpu),
@@ -343,23 +439,19 @@ impl Conn<'_> {
                 None => {
                     let who = (self.conn, self.peer, &self.server.handles.auth);
                     let line = self.outbound.line();
-                    handle_request(&self.state, who, line, Instant::now(), request)
+                    handle_request(table, &self.state, who, line, Instant::now(), request)
                 }
                 Some(lane) => {
                     let (state, conn, peer) = (self.state.clone(), self.conn, self.peer);
                     let auth = self.server.handles.auth.clone();
                     let line = self.outbound.line().clone();
                     self.offloaded(lane, move |now| {
-                        handle_request(&state, (conn, peer, &auth), &line, now, request)
+                        handle_request(table, &state, (conn, peer, &auth), &line, now, request)
                     })
                     .await?
                 }
             }
         };
-        if registered && !self.registered_broker {
-            tracing::debug!(peer = %self.peer, conn = ?self.conn, "connection now carries a broker");
-            self.registered_broker = true;
-        }
         Ok(served)
     }
 
@@ -413,21 +505,21 @@ impl Conn<'_> {
 /// connection. A response to a request the server sent on `line` goes to its waiter; any
 /// other frame is dispatched (which drops stray responses).
 fn handle_request(
+    table: &RequestTable,
     state: &Namesrv,
     (conn, peer, auth): (ConnId, SocketAddr, &Gate),
     line: &Line,
     now: Instant,
     request: RemotingCommand,
-) -> (Option<RemotingCommand>, bool) {
+) -> Served {
     let request = match request.is_response() {
         true => match line.deliver(request) {
-            Ok(()) => return (None, false),
+            Ok(()) => return Served::default(),
             Err(unmatched) => unmatched,
         },
         false => request,
     };
-    let served = dispatch(&Context::new(state, conn, peer, now), &request, auth);
-    (served.response, served.registered_broker)
+    dispatch(table, &Context::new(state, conn, peer, now), &request, auth)
 }
 
 /// Reads whatever the peer already sent, without waiting for more (and at most a few

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::{Server, connection, handover};
+use crate::dispatch::RequestTable;
 use crate::log_limit::LogLimit;
 use crate::metrics::Refusal;
 use crate::state::{ConnId, Namesrv, Phase};
@@ -36,6 +37,8 @@ impl Connections {
 /// The remoting listener and what each accepted connection is given.
 pub(super) struct Listener {
     pub(super) listener: TcpListener,
+    /// What its connections are served by.
+    pub(super) table: &'static RequestTable,
     pub(super) state: Namesrv,
     pub(super) server: Arc<Server>,
     pub(super) connections: Arc<Connections>,
@@ -54,22 +57,25 @@ impl Listener {
     /// connections the kernel already queued for this listener are still accepted (and
     /// answered) until none came for [`handover::QUEUE_QUIET`], rather than reset when it
     /// closes; a takeover steers every new one to the new server.
-    pub(super) async fn serve(self, shutdown: impl Future<Output = ()>) {
+    ///
+    /// `stop` completes when shutdown begins, with how long the server keeps serving first.
+    pub(super) async fn serve(self, stop: impl Future<Output = Duration>) {
         let mut refusals = LogLimit::new(Duration::from_secs(10));
-        tokio::pin!(shutdown);
-        loop {
+        tokio::pin!(stop);
+        let wait = loop {
             tokio::select! {
-                _ = &mut shutdown => break,
+                wait = &mut stop => break wait,
                 accepted = self.listener.accept() => self.admit(accepted, &mut refusals).await,
             }
-        }
-        let wait = begin_shutdown(&self.state);
+        };
         let mut quiet_from = Instant::now() + wait;
         let closing = quiet_from + handover::QUEUE_DRAIN_MAX;
         loop {
             tokio::select! {
                 _ = tokio::time::sleep_until(quiet_from + handover::QUEUE_QUIET) => break,
                 _ = tokio::time::sleep_until(closing) => break,
+                // Drain began: only a further listener's loop can still be here.
+                _ = self.cancel.cancelled() => break,
                 accepted = self.listener.accept() => {
                     quiet_from = quiet_from.max(Instant::now());
                     self.admit(accepted, &mut refusals).await;
@@ -107,9 +113,9 @@ impl Listener {
         let token = self.cancel.child_token();
         self.connections.0.lock().insert(conn, token.clone());
         let (state, server) = (self.state.clone(), self.server.clone());
-        let connections = self.connections.clone();
+        let (connections, self_table) = (self.connections.clone(), self.table);
         self.tracker.spawn(async move {
-            serve_connection(stream, peer, conn, state, &server, token).await;
+            serve_connection(stream, peer, conn, state, &server, self_table, token).await;
             connections.0.lock().remove(&conn);
             drop((permit, open));
         });
@@ -120,7 +126,7 @@ impl Listener {
 /// `shutdownWaitTimeSeconds` when `enableShutdownGracefully` is on (newer clients are told to
 /// go away meanwhile), except when a new process takes over (its clients wait in its queue
 /// meanwhile).
-fn begin_shutdown(state: &Namesrv) -> Duration {
+pub(super) fn begin_shutdown(state: &Namesrv) -> Duration {
     let wait = go_away_wait(state);
     state.begin_shutdown();
     if !wait.is_zero() {
@@ -152,6 +158,7 @@ async fn serve_connection(
     conn: ConnId,
     state: Namesrv,
     server: &Server,
+    table: &'static RequestTable,
     token: CancellationToken,
 ) {
     let idle = state
@@ -168,6 +175,11 @@ async fn serve_connection(
         _ = token.cancelled() => None,
     };
     if let Some((transport, client)) = prelude {
-        connection::serve(transport, client, holding, idle, state, server, token).await;
+        let serving = connection::Serving {
+            state,
+            server,
+            table,
+        };
+        connection::serve(transport, client, holding, idle, serving, token).await;
     }
 }

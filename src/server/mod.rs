@@ -35,6 +35,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::auth::Gate;
 use crate::config::Settings;
+use crate::dispatch::{NAMESRV, RequestTable};
 use crate::protocol::{FrameLimits, SerializeType};
 use crate::reload::Reload;
 use crate::state::Namesrv;
@@ -113,19 +114,34 @@ impl Handles {
     }
 }
 
-/// The sockets [`run`] serves: the remoting port and, when configured, the HTTP side door.
+/// The sockets [`run`] serves: the name server's remoting port, further remoting listeners
+/// each with its own request table, and, when configured, the HTTP side door.
 #[derive(Debug)]
 pub struct Listeners {
-    /// The RocketMQ remoting port.
+    /// The RocketMQ remoting port, serving the name server's table.
     pub remoting: TcpListener,
+    /// Further remoting listeners (the controller's port, say). They share the connection
+    /// cap, the buffer budget, the prelude (TLS, PROXY), the auth gate and the metrics with
+    /// `remoting`, and stop accepting when it does.
+    pub more: Vec<Remoting>,
     /// The HTTP listener (metrics, health, status page, address server), if on.
     pub http: Option<TcpListener>,
+}
+
+/// A remoting listener and the request table its connections are served by.
+#[derive(Debug)]
+pub struct Remoting {
+    /// The socket.
+    pub listener: TcpListener,
+    /// What its connections are served by.
+    pub table: &'static RequestTable,
 }
 
 impl From<TcpListener> for Listeners {
     fn from(remoting: TcpListener) -> Listeners {
         Listeners {
             remoting,
+            more: Vec::new(),
             http: None,
         }
     }
@@ -173,7 +189,11 @@ pub async fn run(
     mut server: Server,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let Listeners { remoting, http } = listeners.into();
+    let Listeners {
+        remoting,
+        more,
+        http,
+    } = listeners.into();
     let (cancel, tracker) = (CancellationToken::new(), TaskTracker::new());
     let connections = Arc::new(Connections::default());
     let limit = Arc::new(Semaphore::new(server.config.max_connections));
@@ -195,16 +215,36 @@ pub async fn run(
     background.extend(extra);
     service::start(background, &tracker, &cancel);
     let server = Arc::new(server);
-    let listener = Listener {
-        listener: remoting,
+    let listener = |listener, table| Listener {
+        listener,
+        table,
         state: state.clone(),
         server: server.clone(),
-        connections,
-        limit,
+        connections: connections.clone(),
+        limit: limit.clone(),
         tracker: tracker.clone(),
         cancel: cancel.clone(),
     };
-    listener.serve(shutdown).await;
+    // The name server's listener decides when accepting stops; the others follow it, with
+    // the same wait.
+    let (stopping, stopped) = tokio::sync::watch::channel(None);
+    for more in more {
+        let mut stopped = stopped.clone();
+        let until = async move {
+            match stopped.wait_for(Option::is_some).await {
+                Ok(wait) => wait.unwrap_or_default(),
+                Err(_) => Duration::ZERO,
+            }
+        };
+        tracker.spawn(listener(more.listener, more.table).serve(until));
+    }
+    let until = async {
+        shutdown.await;
+        let wait = listener::begin_shutdown(&state);
+        stopping.send_replace(Some(wait));
+        wait
+    };
+    listener(remoting, &NAMESRV).serve(until).await;
     drain(&state, &server, &cancel, &tracker).await;
     http_stop.cancel();
     Ok(())

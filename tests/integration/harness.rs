@@ -129,6 +129,7 @@ impl TestServer {
         let http = http_listener.as_ref().map(|l| l.local_addr().unwrap());
         let listeners = Listeners {
             remoting: listener,
+            more: Vec::new(),
             http: http_listener,
         };
         // As `main` does: the routes of the previous server on these files.

@@ -28,6 +28,7 @@ mod hardening_takeover;
 mod http;
 mod kv;
 mod kv_limits;
+mod listeners;
 mod logs;
 mod nsadmin;
 mod outbound;

@@ -12,7 +12,7 @@ use namesrv::protocol::code::{FLAG_ONEWAY, FLAG_RESPONSE, request, response};
 use namesrv::protocol::{RemotingCommand, SerializeType};
 use namesrv::server::outbound::{Outbound, OutboundError};
 use namesrv::server::prelude::Prelude;
-use namesrv::server::{self, Handles, Server, ServerConfig};
+use namesrv::server::{self, Handles, Listeners, Remoting, Server, ServerConfig};
 use namesrv::state::ConnId;
 use namesrv::tls::ServerMode;
 use tokio::net::TcpListener;
@@ -24,8 +24,8 @@ use crate::harness::TestClient;
 const NOTIFY_BROKER_ROLE_CHANGED: i32 = 1008;
 
 /// A server whose outbound handle the test keeps.
-struct Served {
-    addr: std::net::SocketAddr,
+pub(crate) struct Served {
+    pub(crate) addr: std::net::SocketAddr,
     outbound: Outbound,
     _home: tempfile::TempDir,
     _stop: oneshot::Sender<()>,
@@ -37,6 +37,11 @@ async fn serve() -> Served {
 
 /// A server configured by `properties` (as in a config file).
 async fn serve_with(properties: &str) -> Served {
+    serve_on(properties, Vec::new()).await
+}
+
+/// A server configured by `properties`, serving `more` listeners beside its own.
+pub(crate) async fn serve_on(properties: &str, more: Vec<Remoting>) -> Served {
     let home = tempfile::tempdir().unwrap();
     let env = Env {
         home: home.path().display().to_string(),
@@ -59,7 +64,12 @@ async fn serve_with(properties: &str) -> Served {
     let server_config = Server::new(server_config, handles);
     let state = namesrv::state::Namesrv::new(config, kv);
     let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(server::run(listener, state, server_config, async {
+    let listeners = Listeners {
+        remoting: listener,
+        more,
+        http: None,
+    };
+    tokio::spawn(server::run(listeners, state, server_config, async {
         let _ = stopped.await;
     }));
     Served {
