@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 use namesrv::protocol::code::{request, response};
 use namesrv::protocol::{ExtFields, RemotingCommand, signature};
 
-use crate::cli::{
+use crate::harness::TestClient;
+use crate::harness::process::{
     BOOT_LINE, PATIENCE, Reaped, boot_addr, namesrv, private_config, run, stderr, terminate,
     wait_exit,
 };
-use crate::harness::TestClient;
 
 const ACCOUNTS: &str =
     "accounts:\n  - accessKey: rocketmq2\n    secretKey: '12345678'\n    admin: true\n";

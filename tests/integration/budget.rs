@@ -19,8 +19,8 @@ use namesrv::protocol::{RemotingCommand, SerializeType, encode_frame};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpSocket, TcpStream};
 
+use crate::harness::process::{Server, rss_bytes};
 use crate::harness::{TestClient, route};
-use crate::process::{Server, rss_bytes};
 
 const MIB: u64 = 1024 * 1024;
 const BUDGET: u64 = 32 * MIB;

@@ -7,33 +7,21 @@
 //! temporary directory and listens on `127.0.0.1` port 0; the address comes from the boot
 //! line. Guards kill whatever is still running when a test fails.
 
-use std::io::{BufRead, BufReader, Read};
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
 
 use namesrv::config::Settings;
 use namesrv::protocol::code::{request, response};
 
+use crate::harness::process::{
+    BIN, BOOT_LINE, PATIENCE, Reaped, alive, boot_addr, namesrv, private_config, run, stderr,
+    stdout, terminate, wait_exit,
+};
 use crate::harness::{TestClient, body_text};
 
-const BIN: &str = env!("CARGO_BIN_EXE_namesrv");
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
-pub(crate) const BOOT_LINE: &str = "The Name Server boot success.";
-/// Generous bound for anything a test waits on; reaching it is a failure, not a timing test.
-pub(crate) const PATIENCE: Duration = Duration::from_secs(60);
-
-/// A child process that is killed and reaped when the guard goes away.
-pub(crate) struct Reaped(pub(crate) Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// A process started by `bin/mqnamesrv` (not our child), killed by pid if still running.
 struct PidGuard(u32);
@@ -46,112 +34,6 @@ impl Drop for PidGuard {
                 .status();
         }
     }
-}
-
-/// Whether `pid` is running (an exited process nobody has reaped yet does not count).
-pub(crate) fn alive(pid: u32) -> bool {
-    let out = Command::new("ps")
-        .args(["-p", &pid.to_string(), "-o", "stat="])
-        .output()
-        .expect("ps runs");
-    let stat = String::from_utf8_lossy(&out.stdout);
-    let stat = stat.trim();
-    !stat.is_empty() && !stat.starts_with('Z')
-}
-
-/// The binary with a hermetic environment: `HOME` is `home`, nothing inherited that
-/// changes its behaviour.
-pub(crate) fn namesrv(home: &Path) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.env("HOME", home)
-        .env_remove("ROCKETMQ_HOME")
-        .env_remove("ROCKETMQ_SERIALIZE_TYPE")
-        .env_remove("RUST_LOG");
-    cmd
-}
-
-/// Collects everything `from` yields, on a thread of its own.
-fn read_all(mut from: impl Read + Send + 'static) -> mpsc::Receiver<Vec<u8>> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = from.read_to_end(&mut buf);
-        let _ = tx.send(buf);
-    });
-    rx
-}
-
-/// Waits for `child` to exit, at most `limit`.
-pub(crate) fn wait_exit(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return Some(status);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Runs `cmd` to completion with its output captured; fails the test if it takes longer
-/// than [`PATIENCE`] or leaves its output pipes open (a background process holding them).
-pub(crate) fn run(mut cmd: Command) -> Output {
-    let shown = format!("{cmd:?}");
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = Reaped(cmd.spawn().unwrap());
-    let stdout = read_all(child.0.stdout.take().unwrap());
-    let stderr = read_all(child.0.stderr.take().unwrap());
-    let status = wait_exit(&mut child.0, PATIENCE)
-        .unwrap_or_else(|| panic!("{shown} still running after {PATIENCE:?}"));
-    let collect = |rx: mpsc::Receiver<Vec<u8>>| {
-        rx.recv_timeout(PATIENCE)
-            .unwrap_or_else(|_| panic!("{shown}: output still open after exit"))
-    };
-    Output {
-        status,
-        stdout: collect(stdout),
-        stderr: collect(stderr),
-    }
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-pub(crate) fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// Writes a config for a private server: loopback, any free port, files under `dir`.
-pub(crate) fn private_config(dir: &Path) -> PathBuf {
-    let conf = dir.join("namesrv.conf");
-    let text = format!(
-        "bindAddress=127.0.0.1\nlistenPort=0\nkvConfigPath={}\nshutdownGracePeriodMillis=2000\n",
-        dir.join("store").join("kvConfig.json").display()
-    );
-    std::fs::write(&conf, text).unwrap();
-    conf
-}
-
-/// The listening address announced by a boot line.
-pub(crate) fn boot_addr(line: &str) -> SocketAddr {
-    let at = line
-        .find("address ")
-        .expect("the boot line names the address");
-    line[at + "address ".len()..].trim().parse().unwrap()
-}
-
-/// Sends SIGTERM to `pid` with kill(1).
-pub(crate) fn terminate(pid: u32) {
-    let status = Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success(), "kill -TERM {pid}");
 }
 
 #[test]

@@ -34,8 +34,8 @@ use namesrv::protocol::code::{request, response};
 use namesrv::protocol::encode_frame;
 use tokio::io::AsyncWriteExt;
 
+use crate::harness::process::{PATIENCE, Server, Started, tail};
 use crate::harness::{TestClient, body_text};
-use crate::process::{PATIENCE, Server, Started, tail};
 
 /// Pipelined connections per round.
 const CONNECTIONS: usize = 3;

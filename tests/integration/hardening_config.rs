@@ -8,7 +8,7 @@ use std::path::Path;
 use namesrv::protocol::code::{request, response};
 use namesrv::state::route_table::MAX_BROKER_TIMEOUT;
 
-use crate::cli::{namesrv, private_config, run, stderr};
+use crate::harness::process::{namesrv, private_config, run, stderr};
 use crate::harness::{Options, TestServer, body_text, register_body, register_ext, update_config};
 
 const ADMIN: &str = "accounts:\n  - {accessKey: rocketmq2, secretKey: '12345678', admin: true}\n";

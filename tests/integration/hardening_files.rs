@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use namesrv::protocol::code::{request, response};
 
+use crate::harness::spawned::{self, Spawned};
 use crate::harness::{Options, TestClient, TestServer, tls_client_config};
-use crate::spawned::{self, Spawned};
 use crate::tls::Pki;
 
 fn mkfifo(path: &Path) {

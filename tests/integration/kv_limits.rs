@@ -4,8 +4,8 @@
 
 use namesrv::protocol::code::{request, response};
 
+use crate::harness::process::Server;
 use crate::harness::{TestClient, TestServer};
-use crate::process::Server;
 
 async fn put(c: &mut TestClient, key: &str, value: &str) -> (i32, String) {
     let resp = c

@@ -5,8 +5,8 @@
 
 use namesrv::protocol::code::request;
 
+use crate::harness::spawned::{self, Spawned};
 use crate::harness::{TestClient, body_text};
-use crate::spawned::{self, Spawned};
 
 async fn config_value(addr: std::net::SocketAddr, key: &str) -> Option<String> {
     let mut client = TestClient::connect(addr).await;

@@ -384,7 +384,7 @@ async fn missing_or_unusable_material_is_a_start_up_error_naming_key_and_file() 
 
 #[tokio::test]
 async fn the_binary_refuses_to_start_and_p_never_prints_a_password() {
-    const BIN: &str = env!("CARGO_BIN_EXE_namesrv");
+    use crate::harness::process::BIN;
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("namesrv.conf");
     std::fs::write(

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use namesrv::protocol::code::{request, response};
 
+use crate::harness::spawned::{self, Spawned};
 use crate::harness::{Options, TestClient, TestServer, body_text, qdv_ext, register, route};
-use crate::spawned::{self, Spawned};
 
 const TOPICS: [&str; 3] = ["TopicA", "TopicB", "TopicC"];
 
