@@ -6,9 +6,11 @@ use std::time::Duration;
 
 use namesrv::protocol::code::{request, response};
 
+use namesrv::protocol::body::RegisterBroker;
+
 use crate::harness::{
-    TestClient, TestServer, body_text, qdv_ext, register, register_body, register_broker_a,
-    register_ext, route,
+    TestClient, TestServer, body_text, qdv_ext, query_data_version, register, register_body,
+    register_broker_a, register_ext, register_with, registration, route,
 };
 
 /// Waits (boundedly) until `topic` has no route.
@@ -29,28 +31,18 @@ async fn a_broker_that_stops_heartbeating_expires() {
     )
     .await;
     let mut broker = server.client().await;
-    let mut ext = register_ext("broker-a", "10.0.0.1:10911", "0");
-    ext.push(("heartbeatTimeoutMillis", "10000"));
-    let body = register_body(1, &["TopicA", "TopicB"]);
-    assert_eq!(
-        broker
-            .call(request::REGISTER_BROKER, &ext, Some(&body))
-            .await
-            .code,
-        0
-    );
+    let reg = registration("broker-a", "10.0.0.1:10911", "0", 1, &["TopicA", "TopicB"]);
+    register_with(
+        &mut broker,
+        &reg.header_field("heartbeatTimeoutMillis", "10000"),
+    )
+    .await;
     let mut client = server.client().await;
     assert_eq!(route(&mut client, "TopicA").await.code, 0);
 
     tokio::time::advance(Duration::from_secs(8)).await;
     // A QUERY_DATA_VERSION is a heartbeat.
-    let qdv = broker
-        .call(
-            request::QUERY_DATA_VERSION,
-            &qdv_ext("broker-a", "10.0.0.1:10911"),
-            Some(br#"{"counter":1,"stateVersion":0,"timestamp":1700000000000}"#),
-        )
-        .await;
+    let qdv = query_data_version(&mut broker, "broker-a", "10.0.0.1:10911", 1).await;
     assert_eq!(qdv.ext("changed"), Some("false"));
     tokio::time::advance(Duration::from_secs(8)).await;
     assert_eq!(
@@ -430,23 +422,13 @@ async fn route_json_style_follows_client_version() {
 async fn zone_mode_filters_groups_by_the_clients_zone() {
     let server = TestServer::start().await;
     let mut b1 = server.client().await;
-    let mut ext = register_ext("broker-east", "10.0.0.1:10911", "0");
-    ext.push(("__ZONE_NAME", "east"));
-    let body = register_body(1, &["T", "U"]);
-    assert_eq!(
-        b1.call(request::REGISTER_BROKER, &ext, Some(&body))
-            .await
-            .code,
-        0
-    );
-    let mut ext = register_ext("broker-west", "10.0.0.2:10911", "0");
-    ext.push(("__ZONE_NAME", "west"));
-    assert_eq!(
-        b1.call(request::REGISTER_BROKER, &ext, Some(&body))
-            .await
-            .code,
-        0
-    );
+    for (name, addr, zone) in [
+        ("broker-east", "10.0.0.1:10911", "east"),
+        ("broker-west", "10.0.0.2:10911", "west"),
+    ] {
+        let reg = registration(name, addr, "0", 1, &["T", "U"]).header_field("__ZONE_NAME", zone);
+        register_with(&mut b1, &reg).await;
+    }
     let mut client = server.client().await;
     let zoned = client
         .call(
@@ -549,32 +531,18 @@ async fn order_topic_config_reaches_brokers_and_routes() {
     assert!(!body_text(&route(&mut client, "TopicA").await).contains("orderTopicConf"));
 }
 
+/// `broker-a` at `addr` with TopicA and TopicB, allowing a slave to act as master.
+fn acting(addr: &str, id: &str) -> RegisterBroker {
+    registration("broker-a", addr, id, 1, &["TopicA", "TopicB"]).enable_acting_master(true)
+}
+
 #[tokio::test]
 async fn acting_master_rewrite_and_write_perm_cleared_when_the_master_leaves() {
     let server = TestServer::with_properties("supportActingMaster=true").await;
     let mut master = server.client().await;
-    let mut ext = register_ext("broker-a", "10.0.0.1:10911", "0");
-    ext.retain(|(k, _)| *k != "enableActingMaster");
-    ext.push(("enableActingMaster", "true"));
-    let body = register_body(1, &["TopicA", "TopicB"]);
-    assert_eq!(
-        master
-            .call(request::REGISTER_BROKER, &ext, Some(&body))
-            .await
-            .code,
-        0
-    );
+    register_with(&mut master, &acting("10.0.0.1:10911", "0")).await;
     let mut slave = server.client().await;
-    let mut ext = register_ext("broker-a", "10.0.0.2:10911", "1");
-    ext.retain(|(k, _)| *k != "enableActingMaster");
-    ext.push(("enableActingMaster", "true"));
-    assert_eq!(
-        slave
-            .call(request::REGISTER_BROKER, &ext, Some(&body))
-            .await
-            .code,
-        0
-    );
+    register_with(&mut slave, &acting("10.0.0.2:10911", "1")).await;
     drop(master);
     let mut client = server.client().await;
     for _ in 0..500 {
@@ -595,17 +563,7 @@ async fn acting_master_rewrite_and_write_perm_cleared_when_the_master_leaves() {
 async fn switching_support_acting_master_at_run_time_changes_cached_routes() {
     let server = TestServer::start().await;
     let mut slave = server.client().await;
-    let mut ext = register_ext("broker-a", "10.0.0.2:10911", "1");
-    ext.retain(|(k, _)| *k != "enableActingMaster");
-    ext.push(("enableActingMaster", "true"));
-    let body = register_body(1, &["TopicA", "TopicB"]);
-    assert_eq!(
-        slave
-            .call(request::REGISTER_BROKER, &ext, Some(&body))
-            .await
-            .code,
-        0
-    );
+    register_with(&mut slave, &acting("10.0.0.2:10911", "1")).await;
     let mut client = server.client().await;
     assert!(body_text(&route(&mut client, "TopicA").await).contains(r#"{"1":"10.0.0.2:10911"}"#));
     let upd = client

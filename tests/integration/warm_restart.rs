@@ -7,7 +7,9 @@ use std::time::Duration;
 use namesrv::protocol::code::{request, response};
 
 use crate::harness::spawned::{self, Spawned};
-use crate::harness::{Options, TestClient, TestServer, body_text, qdv_ext, register, route};
+use crate::harness::{
+    Options, TestClient, TestServer, body_text, query_data_version, register, route,
+};
 
 const TOPICS: [&str; 3] = ["TopicA", "TopicB", "TopicC"];
 
@@ -65,13 +67,7 @@ async fn routes_survive_a_graceful_restart_unchanged() {
     );
     // The restored data version: an unchanged broker is told nothing changed.
     let mut broker = second.client().await;
-    let qdv = broker
-        .call(
-            request::QUERY_DATA_VERSION,
-            &qdv_ext("broker-a", "10.0.0.1:10911"),
-            Some(br#"{"counter":3,"stateVersion":0,"timestamp":1700000000000}"#),
-        )
-        .await;
+    let qdv = query_data_version(&mut broker, "broker-a", "10.0.0.1:10911", 3).await;
     assert_eq!(qdv.ext("changed"), Some("false"));
     // That request also bound the restored broker to this connection: closing it
     // unregisters the broker at once, as before the restart.

@@ -17,6 +17,8 @@ pub struct RegisterBroker {
     ha_server_addr: String,
     broker_id: u64,
     enable_acting_master: bool,
+    /// Header fields after the usual ones, such as `heartbeatTimeoutMillis` or `zoneName`.
+    extra: Vec<(&'static str, String)>,
     /// The rendered `topicConfigTable` entries, comma-separated.
     table: String,
     counter: i64,
@@ -35,6 +37,7 @@ impl RegisterBroker {
             ha_server_addr: "127.0.0.1:10912".to_owned(),
             broker_id: 0,
             enable_acting_master: false,
+            extra: Vec::new(),
             table: String::new(),
             counter: 1,
             timestamp: 1_700_000_000_000,
@@ -51,6 +54,12 @@ impl RegisterBroker {
     /// `enableActingMaster`: whether a slave may act as master while the master is away.
     pub fn enable_acting_master(mut self, enable: bool) -> RegisterBroker {
         self.enable_acting_master = enable;
+        self
+    }
+
+    /// Appends a header field after the usual ones (`heartbeatTimeoutMillis`, `zoneName`…).
+    pub fn header_field(mut self, key: &'static str, value: &str) -> RegisterBroker {
+        self.extra.push((key, value.to_owned()));
         self
     }
 
@@ -115,7 +124,7 @@ impl RegisterBroker {
 
     /// The request header's ext fields, in the order a Java broker writes them.
     pub fn header_fields(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let usual = [
             ("brokerName", self.broker_name.clone()),
             ("brokerAddr", self.broker_addr.clone()),
             ("clusterName", self.cluster.clone()),
@@ -123,7 +132,11 @@ impl RegisterBroker {
             ("brokerId", self.broker_id.to_string()),
             ("compressed", "false".to_owned()),
             ("enableActingMaster", self.enable_acting_master.to_string()),
-        ]
+        ];
+        usual
+            .into_iter()
+            .chain(self.extra.iter().cloned())
+            .collect()
     }
 
     /// The JSON body (`RegisterBrokerBody` with its `TopicConfigAndMappingSerializeWrapper`).

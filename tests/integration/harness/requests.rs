@@ -8,12 +8,18 @@ use super::client::TestClient;
 
 /// A JSON REGISTER_BROKER body with topics named `topics` (4/4 queues, perm 6).
 pub fn register_body(counter: i64, topics: &[&str]) -> Vec<u8> {
-    broker("", "", "0", counter, topics).body_json()
+    registration("", "", "0", counter, topics).body_json()
 }
 
 /// A 5.x broker of `DefaultCluster` with `topics` (4/4 queues) at data version `counter`; `id`
 /// is the `brokerId` header field.
-pub fn broker(name: &str, addr: &str, id: &str, counter: i64, topics: &[&str]) -> RegisterBroker {
+pub fn registration(
+    name: &str,
+    addr: &str,
+    id: &str,
+    counter: i64,
+    topics: &[&str],
+) -> RegisterBroker {
     let id = id.parse().expect("a numeric brokerId");
     RegisterBroker::new("DefaultCluster", name, addr)
         .broker_id(id)
@@ -67,6 +73,24 @@ pub fn qdv_ext<'a>(name: &'a str, addr: &'a str) -> [(&'a str, &'a str); 4] {
     ]
 }
 
+/// QUERY_DATA_VERSION from master `name` at `addr` of `DefaultCluster`, which holds data
+/// version `counter` (timestamp 1700000000000); a heartbeat too.
+pub async fn query_data_version(
+    client: &mut TestClient,
+    name: &str,
+    addr: &str,
+    counter: i64,
+) -> RemotingCommand {
+    let body = format!(r#"{{"counter":{counter},"stateVersion":0,"timestamp":1700000000000}}"#);
+    client
+        .call(
+            request::QUERY_DATA_VERSION,
+            &qdv_ext(name, addr),
+            Some(body.as_bytes()),
+        )
+        .await
+}
+
 /// Registers the tests' usual broker: `broker-a` (master, 10.0.0.1:10911) of `DefaultCluster`
 /// with TopicA and TopicB, data version counter 1.
 pub async fn register_broker_a(client: &mut TestClient) -> RemotingCommand {
@@ -90,7 +114,7 @@ pub async fn register(
     counter: i64,
     topics: &[&str],
 ) -> RemotingCommand {
-    register_with(client, &broker(name, addr, id, counter, topics)).await
+    register_with(client, &registration(name, addr, id, counter, topics)).await
 }
 
 /// Asks for a topic's route.
