@@ -209,7 +209,8 @@ async fn every_refusal_reason_in_both_header_encodings() {
                 "{encoding:?}"
             );
         }
-        // AUTH.md §1.5 example A, as mqadmin sends it: the server signs the decoded fields.
+        // A request signed as mqadmin's `AclClientRPCHook` signs it: the server signs the decoded
+        // fields.
         let mut cmd = c.command(
             request::PUT_KV_CONFIG,
             &[

@@ -173,7 +173,7 @@ async fn truncated_frames_with_half_close_are_dropped_quietly() {
     assert_eq!(other.call(999, &[], None).await.code, 3);
 }
 
-// --- hostile TLS and PROXY handshakes (issue 11): each closes only its own connection ---
+// --- hostile TLS and PROXY handshakes — each closes only its own connection ---
 
 /// A server whose handshakes must finish within 300 ms.
 async fn quick_handshake_server() -> TestServer {

@@ -8,6 +8,7 @@ use namesrv::protocol::code::{request, response};
 
 use namesrv::protocol::body::RegisterBroker;
 
+use crate::harness::put_kv;
 use crate::harness::{
     TestClient, TestServer, body_text, qdv_ext, query_data_version, register, register_body,
     register_broker_a, register_ext, register_with, registration, route,
@@ -488,17 +489,7 @@ async fn static_topic_mappings_appear_in_routes() {
 async fn order_topic_config_reaches_brokers_and_routes() {
     let server = TestServer::with_properties("orderMessageEnable=true").await;
     let mut client = server.client().await;
-    let put = client
-        .call(
-            request::PUT_KV_CONFIG,
-            &[
-                ("namespace", "ORDER_TOPIC_CONFIG"),
-                ("key", "TopicA"),
-                ("value", "broker-a:4"),
-            ],
-            None,
-        )
-        .await;
+    let put = put_kv(&mut client, "ORDER_TOPIC_CONFIG", "TopicA", "broker-a:4").await;
     assert_eq!(put.code, 0);
     let resp = register_broker_a(&mut client).await;
     assert_eq!(body_text(&resp), r#"{"table":{"TopicA":"broker-a:4"}}"#);
@@ -507,17 +498,7 @@ async fn order_topic_config_reaches_brokers_and_routes() {
     );
     assert!(!body_text(&route(&mut client, "TopicB").await).contains("orderTopicConf"));
     // A KV change is visible in the next route, cache or not.
-    client
-        .call(
-            request::PUT_KV_CONFIG,
-            &[
-                ("namespace", "ORDER_TOPIC_CONFIG"),
-                ("key", "TopicA"),
-                ("value", "broker-a:8"),
-            ],
-            None,
-        )
-        .await;
+    put_kv(&mut client, "ORDER_TOPIC_CONFIG", "TopicA", "broker-a:8").await;
     assert!(
         body_text(&route(&mut client, "TopicA").await).contains(r#""orderTopicConf":"broker-a:8""#)
     );

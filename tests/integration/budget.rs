@@ -20,6 +20,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpSocket, TcpStream};
 
 use crate::harness::process::{Server, rss_bytes};
+use crate::harness::put_kv;
 use crate::harness::{TestClient, route};
 
 const MIB: u64 = 1024 * 1024;
@@ -159,13 +160,7 @@ async fn a_thousand_connections_that_never_read_stay_within_the_budget() {
     let mut admin = TestClient::connect(addr).await;
     let value = "v".repeat(64 * 1024);
     for key in ["a", "b"] {
-        let put = admin
-            .call(
-                request::PUT_KV_CONFIG,
-                &[("namespace", "big"), ("key", key), ("value", &value)],
-                None,
-            )
-            .await;
+        let put = put_kv(&mut admin, "big", key, &value).await;
         assert_eq!(put.code, response::SUCCESS, "{:?}", put.remark);
     }
     let mut wire = BytesMut::new();

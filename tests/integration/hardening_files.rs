@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use namesrv::protocol::code::{request, response};
 
+use crate::harness::put_kv;
 use crate::harness::spawned::{self, Spawned};
 use crate::harness::{Options, TestClient, TestServer, tls_client_config};
 use crate::tls::Pki;
@@ -57,13 +58,7 @@ async fn planted_links_and_a_foreign_snapshot_path_redirect_no_write() {
     let mut c = server.client().await;
     for n in 0..3 {
         let value = n.to_string();
-        let put = c
-            .call(
-                request::PUT_KV_CONFIG,
-                &[("namespace", "ns"), ("key", "k"), ("value", &value)],
-                None,
-            )
-            .await;
+        let put = put_kv(&mut c, "ns", "k", &value).await;
         assert_eq!(put.code, response::SUCCESS);
     }
     crate::harness::register(&mut c, "broker-a", "127.0.0.1:10911", "0", 1, &["T1", "T2"]).await;

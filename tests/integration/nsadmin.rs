@@ -16,6 +16,7 @@ use namesrv::protocol::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
+use crate::harness::get_kv;
 use crate::harness::{TestClient, TestServer, register, route};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nsadmin");
@@ -94,13 +95,7 @@ fn route_perm(resp: &RemotingCommand) -> i64 {
 
 async fn kv_value(addr: SocketAddr, ns: &str, key: &str) -> Option<String> {
     let mut c = TestClient::connect(addr).await;
-    let resp = c
-        .call(
-            request::GET_KV_CONFIG,
-            &[("namespace", ns), ("key", key)],
-            None,
-        )
-        .await;
+    let resp = get_kv(&mut c, ns, key).await;
     resp.ext("value").map(str::to_owned)
 }
 
@@ -510,7 +505,7 @@ async fn requests_are_signed_from_tools_yml_or_an_explicit_file() {
     assert_eq!(reqs.len(), 1);
     assert_eq!(reqs[0].code, request::PUT_KV_CONFIG);
     assert_eq!(reqs[0].version, 479);
-    // AUTH.md worked example A.
+    // The signature Java's `AclClientRPCHook` computes for this request.
     assert_eq!(
         reqs[0].ext(signature::SIGNATURE),
         Some("BHyL2i6Jhheq2uJ+0fRvM6zcQfU=")
@@ -564,13 +559,7 @@ async fn requests_are_signed_from_tools_yml_or_an_explicit_file() {
 /// Puts a KV entry on one server.
 async fn put_kv(server: &TestServer, ns: &str, key: &str, value: &str) {
     let mut c = server.client().await;
-    let resp = c
-        .call(
-            request::PUT_KV_CONFIG,
-            &[("namespace", ns), ("key", key), ("value", value)],
-            None,
-        )
-        .await;
+    let resp = crate::harness::put_kv(&mut c, ns, key, value).await;
     assert_eq!(resp.code, response::SUCCESS);
 }
 

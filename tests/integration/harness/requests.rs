@@ -124,6 +124,29 @@ pub async fn route(client: &mut TestClient, topic: &str) -> RemotingCommand {
         .await
 }
 
+/// PUT_KV_CONFIG of `key` = `value` in `namespace`.
+pub async fn put_kv(
+    client: &mut TestClient,
+    namespace: &str,
+    key: &str,
+    value: &str,
+) -> RemotingCommand {
+    let ext = [("namespace", namespace), ("key", key), ("value", value)];
+    client.call(request::PUT_KV_CONFIG, &ext, None).await
+}
+
+/// GET_KV_CONFIG of `key` in `namespace`.
+pub async fn get_kv(client: &mut TestClient, namespace: &str, key: &str) -> RemotingCommand {
+    let ext = [("namespace", namespace), ("key", key)];
+    client.call(request::GET_KV_CONFIG, &ext, None).await
+}
+
+/// DELETE_KV_CONFIG of `key` in `namespace`.
+pub async fn delete_kv(client: &mut TestClient, namespace: &str, key: &str) -> RemotingCommand {
+    let ext = [("namespace", namespace), ("key", key)];
+    client.call(request::DELETE_KV_CONFIG, &ext, None).await
+}
+
 /// UPDATE_NAMESRV_CONFIG with `properties` as the body.
 pub async fn update_config(client: &mut TestClient, properties: &str) -> RemotingCommand {
     client
