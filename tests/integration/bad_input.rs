@@ -9,6 +9,7 @@ use std::time::Duration;
 use namesrv::metrics::Prelude as Outcome;
 use namesrv::server::prelude::proxy;
 
+use crate::harness::cluster_info;
 use crate::harness::{
     TestClient, TestServer, body_text, register_body, register_ext, route, tls_client_config,
 };
@@ -95,7 +96,7 @@ async fn invalid_bodies_are_system_errors_and_change_nothing() {
         let resp = c.call(request::REGISTER_BROKER, &ext, Some(body)).await;
         assert_eq!(resp.code, response::SYSTEM_ERROR, "{what}");
     }
-    let info = c.call(request::GET_BROKER_CLUSTER_INFO, &[], None).await;
+    let info = cluster_info(&mut c).await;
     assert_eq!(
         body_text(&info),
         r#"{"brokerAddrTable":{},"clusterAddrTable":{}}"#

@@ -8,6 +8,7 @@ use namesrv::protocol::code::{request, response};
 
 use namesrv::protocol::body::RegisterBroker;
 
+use crate::harness::cluster_info;
 use crate::harness::put_kv;
 use crate::harness::{
     TestClient, TestServer, body_text, qdv_ext, query_data_version, register, register_body,
@@ -100,9 +101,7 @@ async fn a_broker_whose_connection_drops_is_unregistered_at_once() {
     assert_eq!(route(&mut client, "TopicA").await.code, 0);
     drop(broker);
     wait_until_gone(&mut client, "TopicA").await;
-    let cluster = client
-        .call(request::GET_BROKER_CLUSTER_INFO, &[], None)
-        .await;
+    let cluster = cluster_info(&mut client).await;
     assert_eq!(
         body_text(&cluster),
         r#"{"brokerAddrTable":{},"clusterAddrTable":{}}"#

@@ -17,7 +17,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use crate::harness::get_kv;
-use crate::harness::{TestClient, TestServer, register, route};
+use crate::harness::{TestClient, TestServer, register, register_master, route};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nsadmin");
 
@@ -75,12 +75,10 @@ fn dead_addr() -> String {
 async fn with_broker() -> (TestServer, TestClient) {
     let server = TestServer::start().await;
     let mut broker = server.client().await;
-    register(
+    register_master(
         &mut broker,
         "broker-a",
         "127.0.0.1:1",
-        "0",
-        1,
         &["TopicA", "TopicB"],
     )
     .await;
@@ -605,12 +603,10 @@ async fn diff_names_the_nodes_that_differ() {
     // broker-b's registration reached a and b only.
     for s in [a, b] {
         let mut broker = s.client().await;
-        register(
+        register_master(
             &mut broker,
             "broker-b",
             "127.0.0.1:2",
-            "0",
-            1,
             &["TopicA", "TopicC"],
         )
         .await;

@@ -3,6 +3,7 @@
 
 use namesrv::protocol::code::{request, response};
 
+use crate::harness::cluster_info;
 use crate::harness::{TestClient, TestServer, body_text, register_broker_a, register_ext, route};
 
 async fn cluster_with_two_brokers(server: &TestServer) -> TestClient {
@@ -73,7 +74,7 @@ async fn topic_lists() {
         let resp = c.call(code, &[], None).await;
         assert_eq!(topics_of(&body_text(&resp)), expected, "code {code}");
     }
-    let info = c.call(request::GET_BROKER_CLUSTER_INFO, &[], None).await;
+    let info = cluster_info(&mut c).await;
     let text = body_text(&info);
     assert!(
         text.contains(r#""broker-a":{"brokerAddrs":{0:"10.0.0.1:10911"}"#),

@@ -117,6 +117,24 @@ pub async fn register(
     register_with(client, &registration(name, addr, id, counter, topics)).await
 }
 
+/// Registers master `name` at `addr` of `DefaultCluster` with `topics`, data version counter 1,
+/// and asserts success.
+pub async fn register_master(
+    client: &mut TestClient,
+    name: &str,
+    addr: &str,
+    topics: &[&str],
+) -> RemotingCommand {
+    register(client, name, addr, "0", 1, topics).await
+}
+
+/// GET_BROKER_CLUSTER_INFO.
+pub async fn cluster_info(client: &mut TestClient) -> RemotingCommand {
+    client
+        .call(request::GET_BROKER_CLUSTER_INFO, &[], None)
+        .await
+}
+
 /// Asks for a topic's route.
 pub async fn route(client: &mut TestClient, topic: &str) -> RemotingCommand {
     client
