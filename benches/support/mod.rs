@@ -7,7 +7,9 @@ use bytes::Bytes;
 use namesrv::protocol::body::{DecodeOptions, RegisterBody, RegisterBroker};
 use namesrv::state::ConnId;
 use namesrv::state::route_table::RouteTable;
-use namesrv::state::route_table::register::{BodyInput, RegisterSettings, Registration};
+use namesrv::state::route_table::register::{
+    BodyInput, RegisterOutcome, RegisterSettings, Registration,
+};
 use tokio::time::Instant;
 
 /// A 5.x JSON registration body with `topics` topics (the shape nsbench sends: about 178 bytes
@@ -59,16 +61,25 @@ pub fn table(brokers: usize, topics: usize) -> RouteTable {
             &format!("bench-broker-{b}"),
             &format!("127.0.0.1:{}", 20000 + b),
         );
-        t.register(
-            &reg,
-            BodyInput::Decoded {
-                body: &body,
-                digest: b as u64,
-            },
-            &RegisterSettings::default(),
-            Instant::now(),
-        )
-        .unwrap();
+        register_decoded(&mut t, &reg, &body, b as u64, &RegisterSettings::default());
     }
     t
+}
+
+/// Registers `reg` with an already decoded `body` whose raw bytes hash to `digest`, as the
+/// handler does after decoding, now.
+pub fn register_decoded(
+    t: &mut RouteTable,
+    reg: &Registration<'_>,
+    body: &RegisterBody,
+    digest: u64,
+    settings: &RegisterSettings,
+) -> RegisterOutcome {
+    t.register(
+        reg,
+        BodyInput::Decoded { body, digest },
+        settings,
+        Instant::now(),
+    )
+    .unwrap()
 }

@@ -12,8 +12,8 @@ use namesrv::protocol::{ExtFields, RemotingCommand, signature};
 
 use crate::harness::TestClient;
 use crate::harness::process::{
-    BOOT_LINE, PATIENCE, Reaped, boot_addr, namesrv, private_config, run, stderr, terminate,
-    wait_exit,
+    BOOT_LINE, PATIENCE, Reaped, boot_addr, namesrv, private_config, run_namesrv, stderr,
+    terminate, wait_exit,
 };
 
 const ACCOUNTS: &str =
@@ -198,9 +198,7 @@ fn start_up_refuses_a_broken_or_missing_accounts_file() {
         ),
     ] {
         let conf = auth_config(dir.path(), &auth);
-        let mut cmd = namesrv(dir.path());
-        cmd.arg("-c").arg(&conf);
-        let out = run(cmd);
+        let out = run_namesrv(dir.path(), &[], Some(&conf));
         assert!(!out.status.success(), "{auth} started");
         let err = stderr(&out);
         assert!(err.contains(&expected), "{auth}: no {expected:?} in {err}");

@@ -16,8 +16,8 @@ use namesrv::config::Settings;
 use namesrv::protocol::code::{request, response};
 
 use crate::harness::process::{
-    BIN, BOOT_LINE, PATIENCE, Reaped, alive, boot_addr, namesrv, private_config, run, stderr,
-    stdout, terminate, wait_exit,
+    BIN, BOOT_LINE, PATIENCE, Reaped, alive, boot_addr, namesrv, private_config, run, run_namesrv,
+    stderr, stdout, terminate, wait_exit,
 };
 use crate::harness::{TestClient, body_text};
 
@@ -40,9 +40,7 @@ impl Drop for PidGuard {
 fn help_prints_usage_and_exits_0() {
     let home = tempfile::tempdir().unwrap();
     for flag in ["-h", "--help"] {
-        let mut cmd = namesrv(home.path());
-        cmd.arg(flag);
-        let out = run(cmd);
+        let out = run_namesrv(home.path(), &[flag], None);
         assert_eq!(out.status.code(), Some(0), "{flag}");
         let text = stdout(&out);
         for expected in [
@@ -59,9 +57,7 @@ fn help_prints_usage_and_exits_0() {
 #[test]
 fn version_exits_0() {
     let home = tempfile::tempdir().unwrap();
-    let mut cmd = namesrv(home.path());
-    cmd.arg("--version");
-    let out = run(cmd);
+    let out = run_namesrv(home.path(), &["--version"], None);
     assert_eq!(out.status.code(), Some(0));
     assert!(stdout(&out).contains(env!("CARGO_PKG_VERSION")));
 }
@@ -69,9 +65,7 @@ fn version_exits_0() {
 #[test]
 fn print_config_item_lists_every_effective_key() {
     let home = tempfile::tempdir().unwrap();
-    let mut cmd = namesrv(home.path());
-    cmd.arg("-p");
-    let out = run(cmd);
+    let out = run_namesrv(home.path(), &["-p"], None);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     let kv_path = format!(
@@ -107,9 +101,7 @@ fn print_config_item_reflects_the_config_file() {
         "listenPort=19999\norderMessageEnable=true\nclientWorkerThreads=4\n",
     )
     .unwrap();
-    let mut cmd = namesrv(dir.path());
-    cmd.arg("-p").arg("-c").arg(&conf);
-    let out = run(cmd);
+    let out = run_namesrv(dir.path(), &["-p"], Some(&conf));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     let loaded = format!("load config properties file OK, {}", conf.display());
@@ -136,9 +128,7 @@ fn bad_values_name_the_file_key_and_value() {
     ] {
         let conf = dir.path().join("bad.conf");
         std::fs::write(&conf, text).unwrap();
-        let mut cmd = namesrv(dir.path());
-        cmd.arg("-c").arg(&conf);
-        let out = run(cmd);
+        let out = run_namesrv(dir.path(), &[], Some(&conf));
         assert!(!out.status.success(), "{text} was accepted");
         let err = stderr(&out);
         let file = conf.display().to_string();
@@ -152,9 +142,7 @@ fn bad_values_name_the_file_key_and_value() {
 fn a_missing_config_file_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("no-such.conf");
-    let mut cmd = namesrv(dir.path());
-    cmd.arg("-c").arg(&conf);
-    let out = run(cmd);
+    let out = run_namesrv(dir.path(), &[], Some(&conf));
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains(&conf.display().to_string()), "{err}");
@@ -164,9 +152,7 @@ fn a_missing_config_file_is_named() {
 fn unknown_options_exit_1_with_usage() {
     let home = tempfile::tempdir().unwrap();
     for option in ["--no-such-option", "-x"] {
-        let mut cmd = namesrv(home.path());
-        cmd.arg(option);
-        let out = run(cmd);
+        let out = run_namesrv(home.path(), &[option], None);
         assert_eq!(out.status.code(), Some(1), "{option}");
         let err = stderr(&out);
         assert!(err.contains(option) && err.contains("Usage:"), "{err}");
@@ -177,9 +163,7 @@ fn unknown_options_exit_1_with_usage() {
 #[test]
 fn a_missing_option_argument_exits_1() {
     let home = tempfile::tempdir().unwrap();
-    let mut cmd = namesrv(home.path());
-    cmd.arg("-c");
-    let out = run(cmd);
+    let out = run_namesrv(home.path(), &["-c"], None);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("--configFile"), "{}", stderr(&out));
 }

@@ -112,6 +112,17 @@ pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Runs the binary (hermetic, `HOME=home`) with `args`, then `-c conf` when given, to
+/// completion as [`run`] does.
+pub fn run_namesrv(home: &Path, args: &[&str], conf: Option<&Path>) -> Output {
+    let mut cmd = namesrv(home);
+    cmd.args(args);
+    if let Some(conf) = conf {
+        cmd.arg("-c").arg(conf);
+    }
+    run(cmd)
+}
+
 /// Writes `namesrv.conf` in `dir`: loopback, any free port, files under `dir/store`, plus
 /// `extra` properties lines.
 pub fn config(dir: &Path, extra: &str) -> PathBuf {
