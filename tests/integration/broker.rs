@@ -10,6 +10,7 @@ use namesrv::protocol::body::RegisterBroker;
 
 use crate::harness::cluster_info;
 use crate::harness::put_kv;
+use crate::harness::update_config;
 use crate::harness::{
     TestClient, TestServer, body_text, qdv_ext, query_data_version, register, register_body,
     register_broker_a, register_ext, register_with, registration, route,
@@ -501,13 +502,7 @@ async fn order_topic_config_reaches_brokers_and_routes() {
     assert!(
         body_text(&route(&mut client, "TopicA").await).contains(r#""orderTopicConf":"broker-a:8""#)
     );
-    client
-        .call(
-            request::UPDATE_NAMESRV_CONFIG,
-            &[],
-            Some(b"orderMessageEnable=false"),
-        )
-        .await;
+    update_config(&mut client, "orderMessageEnable=false").await;
     assert!(!body_text(&route(&mut client, "TopicA").await).contains("orderTopicConf"));
 }
 
@@ -546,13 +541,7 @@ async fn switching_support_acting_master_at_run_time_changes_cached_routes() {
     register_with(&mut slave, &acting("10.0.0.2:10911", "1")).await;
     let mut client = server.client().await;
     assert!(body_text(&route(&mut client, "TopicA").await).contains(r#"{"1":"10.0.0.2:10911"}"#));
-    let upd = client
-        .call(
-            request::UPDATE_NAMESRV_CONFIG,
-            &[],
-            Some(b"supportActingMaster=true"),
-        )
-        .await;
+    let upd = update_config(&mut client, "supportActingMaster=true").await;
     assert_eq!(upd.code, 0);
     assert!(body_text(&route(&mut client, "TopicA").await).contains(r#"{"0":"10.0.0.2:10911"}"#));
 }

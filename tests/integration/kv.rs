@@ -2,6 +2,7 @@
 
 use namesrv::protocol::code::{request, response};
 
+use crate::harness::update_config;
 use crate::harness::{Options, TestServer, body_text};
 use crate::harness::{delete_kv, get_kv, put_kv};
 
@@ -67,13 +68,7 @@ async fn kv_table_and_config_survive_a_restart() {
     let mut c = server.client().await;
     let put = put_kv(&mut c, "ORDER_TOPIC_CONFIG", "T", "b:4").await;
     assert_eq!(put.code, 0);
-    let upd = c
-        .call(
-            request::UPDATE_NAMESRV_CONFIG,
-            &[],
-            Some(b"orderMessageEnable=true\nsupportActingMaster=true"),
-        )
-        .await;
+    let upd = update_config(&mut c, "orderMessageEnable=true\nsupportActingMaster=true").await;
     assert_eq!(upd.code, 0);
     // Restart on the same home: the KV file and the persisted configStorePath are read back.
     let home = server.stop_keeping_home().await;
@@ -126,17 +121,9 @@ async fn namesrv_config_get_update_and_black_list() {
             )
         );
     }
-    let bad = c
-        .call(request::UPDATE_NAMESRV_CONFIG, &[], Some(b"listenPort=abc"))
-        .await;
+    let bad = update_config(&mut c, "listenPort=abc").await;
     assert_eq!(bad.code, response::SYSTEM_ERROR);
-    let restart = c
-        .call(
-            request::UPDATE_NAMESRV_CONFIG,
-            &[],
-            Some(b"listenPort=9999\nsupportActingMaster=true"),
-        )
-        .await;
+    let restart = update_config(&mut c, "listenPort=9999\nsupportActingMaster=true").await;
     assert_eq!(restart.code, 0);
     assert!(restart.remark.unwrap().contains("listenPort"));
     let cfg = body_text(&c.call(request::GET_NAMESRV_CONFIG, &[], None).await);

@@ -4,6 +4,7 @@
 use namesrv::protocol::code::{request, response};
 
 use crate::harness::cluster_info;
+use crate::harness::update_config;
 use crate::harness::{TestClient, TestServer, body_text, register_broker_a, register_ext, route};
 
 async fn cluster_with_two_brokers(server: &TestServer) -> TestClient {
@@ -87,13 +88,7 @@ async fn topic_lists() {
 async fn topic_lists_can_be_disabled_at_run_time() {
     let server = TestServer::start().await;
     let mut c = cluster_with_two_brokers(&server).await;
-    let upd = c
-        .call(
-            request::UPDATE_NAMESRV_CONFIG,
-            &[],
-            Some(b"enableAllTopicList=false\nenableTopicList=false"),
-        )
-        .await;
+    let upd = update_config(&mut c, "enableAllTopicList=false\nenableTopicList=false").await;
     assert_eq!(upd.code, 0);
     for (code, ext) in [
         (request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER, vec![]),
