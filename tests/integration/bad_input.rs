@@ -9,9 +9,9 @@ use std::time::Duration;
 use namesrv::metrics::Prelude as Outcome;
 use namesrv::server::prelude::proxy;
 
-use crate::harness::cluster_info;
 use crate::harness::{
-    TestClient, TestServer, body_text, register_body, register_ext, route, tls_client_config,
+    TestClient, TestServer, body_text, cluster_info, register_body, register_ext, route,
+    tls_client_config,
 };
 
 #[tokio::test]

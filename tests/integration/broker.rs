@@ -8,12 +8,10 @@ use namesrv::protocol::code::{request, response};
 
 use namesrv::protocol::body::RegisterBroker;
 
-use crate::harness::cluster_info;
-use crate::harness::put_kv;
-use crate::harness::update_config;
 use crate::harness::{
-    TestClient, TestServer, body_text, qdv_ext, query_data_version, register, register_body,
-    register_broker_a, register_ext, register_with, registration, route,
+    TestClient, TestServer, body_text, cluster_info, put_kv, qdv_ext, query_data_version, register,
+    register_body, register_broker_a, register_ext, register_with, registration, route,
+    update_config,
 };
 
 /// Waits (boundedly) until `topic` has no route.

@@ -20,8 +20,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpSocket, TcpStream};
 
 use crate::harness::process::{Server, rss_bytes};
-use crate::harness::put_kv;
-use crate::harness::{TestClient, route};
+use crate::harness::{TestClient, put_kv, route};
 
 const MIB: u64 = 1024 * 1024;
 const BUDGET: u64 = 32 * MIB;

@@ -4,8 +4,7 @@
 
 use namesrv::protocol::code::{request, response};
 
-use crate::harness::update_config;
-use crate::harness::{Options, TestClient, TestServer, body_text};
+use crate::harness::{Options, TestClient, TestServer, body_text, update_config};
 
 /// A server on a `-c` file holding `text`.
 async fn server_with_file(text: &str) -> (TestServer, tempfile::TempDir, std::path::PathBuf) {

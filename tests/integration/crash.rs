@@ -34,9 +34,8 @@ use namesrv::protocol::code::{request, response};
 use namesrv::protocol::encode_frame;
 use tokio::io::AsyncWriteExt;
 
-use crate::harness::get_kv;
 use crate::harness::process::{PATIENCE, Server, Started, tail};
-use crate::harness::{TestClient, body_text};
+use crate::harness::{TestClient, body_text, get_kv};
 
 /// Pipelined connections per round.
 const CONNECTIONS: usize = 3;

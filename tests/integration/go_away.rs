@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use namesrv::protocol::code::{request, response};
 
-use crate::harness::put_kv;
-use crate::harness::{TestClient, TestServer, register_broker_a, route};
+use crate::harness::{TestClient, TestServer, put_kv, register_broker_a, route};
 
 #[tokio::test]
 async fn newer_clients_are_told_to_go_away_during_the_wait() {

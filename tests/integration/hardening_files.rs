@@ -9,10 +9,8 @@ use std::time::Duration;
 
 use namesrv::protocol::code::{request, response};
 
-use crate::harness::cluster_info;
-use crate::harness::put_kv;
 use crate::harness::spawned::{self, Spawned};
-use crate::harness::{Options, TestClient, TestServer, tls_client_config};
+use crate::harness::{Options, TestClient, TestServer, cluster_info, put_kv, tls_client_config};
 use crate::tls::Pki;
 
 fn mkfifo(path: &Path) {

@@ -2,9 +2,7 @@
 
 use namesrv::protocol::code::{request, response};
 
-use crate::harness::update_config;
-use crate::harness::{Options, TestServer, body_text};
-use crate::harness::{delete_kv, get_kv, put_kv};
+use crate::harness::{Options, TestServer, body_text, delete_kv, get_kv, put_kv, update_config};
 
 #[tokio::test]
 async fn kv_codes_answer_like_java() {

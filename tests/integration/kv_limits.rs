@@ -5,8 +5,7 @@
 use namesrv::protocol::code::response;
 
 use crate::harness::process::Server;
-use crate::harness::{TestClient, TestServer};
-use crate::harness::{delete_kv, get_kv, put_kv};
+use crate::harness::{TestClient, TestServer, delete_kv, get_kv, put_kv};
 
 async fn put(c: &mut TestClient, key: &str, value: &str) -> (i32, String) {
     let resp = put_kv(c, "ns", key, value).await;

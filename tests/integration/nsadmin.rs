@@ -16,8 +16,7 @@ use namesrv::protocol::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::harness::get_kv;
-use crate::harness::{TestClient, TestServer, register, register_master, route};
+use crate::harness::{TestClient, TestServer, get_kv, register, register_master, route};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nsadmin");
 

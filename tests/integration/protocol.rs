@@ -5,8 +5,7 @@ use bytes::BytesMut;
 use namesrv::protocol::code::{request, response};
 use namesrv::protocol::{RemotingCommand, SerializeType, encode_frame};
 
-use crate::harness::get_kv;
-use crate::harness::{TestClient, TestServer, body_text};
+use crate::harness::{TestClient, TestServer, body_text, get_kv};
 
 #[tokio::test]
 async fn unknown_codes_get_code_3_with_javas_remark_in_both_encodings() {

@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use namesrv::protocol::code::response;
 
-use crate::harness::cluster_info;
-use crate::harness::{TestClient, TestServer, body_text, register_master, route};
+use crate::harness::{TestClient, TestServer, body_text, cluster_info, register_master, route};
 
 const BROKERS: [(&str, &str); 3] = [
     ("broker-a", "10.0.0.1:10911"),

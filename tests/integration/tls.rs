@@ -15,8 +15,10 @@ use namesrv::tls::TlsSettings;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
-use crate::harness::{Options, TestClient, TestServer, register_master, route, tls_client_config};
-use crate::harness::{cluster_info, tls_client_with};
+use crate::harness::{
+    Options, TestClient, TestServer, cluster_info, register_master, route, tls_client_config,
+    tls_client_with,
+};
 
 /// Certificates made with the `openssl` CLI in a temporary directory.
 pub struct Pki {

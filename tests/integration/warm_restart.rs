@@ -6,11 +6,10 @@ use std::time::Duration;
 
 use namesrv::protocol::code::{request, response};
 
-use crate::harness::cluster_info;
 use crate::harness::spawned::{self, Spawned};
 use crate::harness::{
-    Options, TestClient, TestServer, body_text, query_data_version, register, register_master,
-    route,
+    Options, TestClient, TestServer, body_text, cluster_info, query_data_version, register,
+    register_master, route,
 };
 
 const TOPICS: [&str; 3] = ["TopicA", "TopicB", "TopicC"];
