@@ -10,8 +10,8 @@ use namesrv::protocol::body::RegisterBroker;
 
 use crate::harness::{
     TestClient, TestServer, body_text, cluster_info, put_kv, qdv_ext, query_data_version, register,
-    register_body, register_broker_a, register_ext, register_with, registration, route,
-    update_config,
+    register_body, register_broker_a, register_ext, register_raw, register_with, registration,
+    route, update_config,
 };
 
 /// Waits (boundedly) until `topic` has no route.
@@ -306,13 +306,7 @@ async fn first_registration_with_a_single_topic_is_refused_like_java() {
     let server = TestServer::start().await;
     let mut broker = server.client().await;
     let body = register_body(1, &["Only"]);
-    let resp = broker
-        .call(
-            request::REGISTER_BROKER,
-            &register_ext("broker-a", "10.0.0.1:10911", "0"),
-            Some(&body),
-        )
-        .await;
+    let resp = register_raw(&mut broker, ("broker-a", "10.0.0.1:10911", "0"), &body).await;
     assert_eq!(
         (resp.code, resp.remark.as_deref()),
         (response::SYSTEM_ERROR, Some("register broker failed"))
@@ -340,32 +334,19 @@ async fn missing_and_invalid_fields_are_clear_errors() {
             .contains("<brokerId> has an invalid value")
     );
     let body = br#"{"topicConfigSerializeWrapper":{"topicConfigTable":{"A":{"perm":"x","topicName":"A"},"B":{"topicName":"B"}}}}"#;
-    let resp = broker
-        .call(
-            request::REGISTER_BROKER,
-            &register_ext("broker-a", "10.0.0.1:10911", "0"),
-            Some(body),
-        )
-        .await;
+    let resp = register_raw(&mut broker, ("broker-a", "10.0.0.1:10911", "0"), body).await;
     assert_eq!(resp.code, response::SYSTEM_ERROR);
-    let resp = broker
-        .call(
-            request::REGISTER_BROKER,
-            &register_ext("broker-a", "10.0.0.1:10911", "0"),
-            Some(b"{not json"),
-        )
-        .await;
+    let resp = register_raw(
+        &mut broker,
+        ("broker-a", "10.0.0.1:10911", "0"),
+        b"{not json",
+    )
+    .await;
     assert_eq!(resp.code, response::SYSTEM_ERROR);
     // Java fails on a negative version before reading the body.
     broker.version = -1;
     let body = register_body(1, &["A", "B"]);
-    let resp = broker
-        .call(
-            request::REGISTER_BROKER,
-            &register_ext("broker-a", "10.0.0.1:10911", "0"),
-            Some(&body),
-        )
-        .await;
+    let resp = register_raw(&mut broker, ("broker-a", "10.0.0.1:10911", "0"), &body).await;
     assert_eq!(resp.code, response::SYSTEM_ERROR);
     broker.version = 479;
     assert_eq!(
@@ -467,13 +448,7 @@ async fn static_topic_mappings_appear_in_routes() {
     let server = TestServer::start().await;
     let mut broker = server.client().await;
     let body = br#"{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":1,"stateVersion":0,"timestamp":1},"topicConfigTable":{"S":{"topicName":"S","readQueueNums":2,"writeQueueNums":2,"perm":6},"T":{"topicName":"T"}},"topicQueueMappingInfoMap":{"S":{"bname":"broker-a","currIdMap":{0:0,1:1},"dirty":false,"epoch":7,"scope":"__global__","topic":"S","totalQueues":2}}}}"#;
-    let resp = broker
-        .call(
-            request::REGISTER_BROKER,
-            &register_ext("broker-a", "10.0.0.1:10911", "0"),
-            Some(body),
-        )
-        .await;
+    let resp = register_raw(&mut broker, ("broker-a", "10.0.0.1:10911", "0"), body).await;
     assert_eq!(resp.code, 0, "{:?}", resp.remark);
     let text = body_text(&route(&mut broker, "S").await);
     assert!(

@@ -17,8 +17,8 @@ pub use client::{TestClient, body_text};
 pub use http::{HttpResponse, http_exchange, http_request, http_request_with};
 pub use requests::{
     cluster_info, delete_kv, get_kv, put_kv, qdv_ext, query_data_version, register, register_body,
-    register_broker_a, register_ext, register_master, register_with, registration, route,
-    update_config,
+    register_broker_a, register_ext, register_master, register_raw, register_with, registration,
+    route, update_config,
 };
 pub use server::{Options, TestServer, apply_config};
 pub use tls::{tls_client_config, tls_client_with};

@@ -50,6 +50,19 @@ pub async fn register_with(
     resp
 }
 
+/// REGISTER_BROKER with [`register_ext`]'s fields and `body` as given (possibly malformed);
+/// the response, whatever it is.
+pub async fn register_raw(
+    client: &mut TestClient,
+    (name, addr, id): (&str, &str, &str),
+    body: &[u8],
+) -> RemotingCommand {
+    let ext = register_ext(name, addr, id);
+    client
+        .call(request::REGISTER_BROKER, &ext, Some(body))
+        .await
+}
+
 /// Ext fields of a 5.x master/slave registration.
 pub fn register_ext<'a>(name: &'a str, addr: &'a str, id: &'a str) -> Vec<(&'a str, &'a str)> {
     vec![
