@@ -66,33 +66,14 @@ fn registrations(c: &mut Criterion) {
             b.iter_batched(
                 RouteTable::new,
                 |mut t| {
-                    t.register(
-                        &reg,
-                        BodyInput::Decoded {
-                            body: &first,
-                            digest: 1,
-                        },
-                        &settings,
-                        Instant::now(),
-                    )
-                    .unwrap();
+                    support::register_decoded(&mut t, &reg, &first, 1, &settings);
                     t
                 },
                 BatchSize::LargeInput,
             )
         });
         let mut table = support::table(4, topics);
-        table
-            .register(
-                &reg,
-                BodyInput::Decoded {
-                    body: &first,
-                    digest: 1,
-                },
-                &settings,
-                Instant::now(),
-            )
-            .unwrap();
+        support::register_decoded(&mut table, &reg, &first, 1, &settings);
         let mut counter = 1u64;
         g.bench_function(
             BenchmarkId::new("changed_version_decode_and_apply", topics),
@@ -108,17 +89,7 @@ fn registrations(c: &mut Criterion) {
                         let body = RegisterBody::decode_with_hint(raw.clone(), support::OPTS, hint)
                             .unwrap();
                         let digest = xxhash_rust::xxh3::xxh3_64(&raw);
-                        table
-                            .register(
-                                &reg,
-                                BodyInput::Decoded {
-                                    body: &body,
-                                    digest,
-                                },
-                                &settings,
-                                Instant::now(),
-                            )
-                            .unwrap()
+                        support::register_decoded(&mut table, &reg, &body, digest, &settings)
                     },
                     BatchSize::LargeInput,
                 )
@@ -127,17 +98,7 @@ fn registrations(c: &mut Criterion) {
         let raw = support::register_json(topics, 1);
         let body = support::decode(&raw);
         let digest = xxhash_rust::xxh3::xxh3_64(&raw);
-        table
-            .register(
-                &reg,
-                BodyInput::Decoded {
-                    body: &body,
-                    digest,
-                },
-                &settings,
-                Instant::now(),
-            )
-            .unwrap();
+        support::register_decoded(&mut table, &reg, &body, digest, &settings);
         g.bench_function(BenchmarkId::new("unchanged_body", topics), |b| {
             b.iter(|| {
                 let digest = xxhash_rust::xxh3::xxh3_64(&raw);

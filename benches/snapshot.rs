@@ -1,4 +1,4 @@
-//! What a warm-restart snapshot costs (issue 15): copying the route table out under its read
+//! What a warm-restart snapshot costs: copying the route table out under its read
 //! lock (`to_parts`, the only part that holds the lock), encoding the file, and reading it back
 //! at start, for the README's table sizes — 8 brokers × 20 000 topics (160 k queue entries) and
 //! 50 brokers × 20 000 topics (1 M). The file's size is printed once per size.

@@ -17,7 +17,7 @@
 //!
 //! It samples the server's RSS, reports lookup p50/p99/max per scenario, the RSS peak and the
 //! lowest RSS within ten seconds after the attackers are gone, and ends with one JSON line. It exits 0 when
-//! every target of issue 16 holds (lookup p99 under 10 ms, and under 5 ms while KV writes
+//! every target holds (lookup p99 under 10 ms, and under 5 ms while KV writes
 //! run; at least 100 KV PUTs/s; RSS within `maxBufferedBytes` + 64 MB), 1 otherwise, and 2
 //! when it could not run.
 

@@ -18,6 +18,7 @@ use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
 use bytes::BytesMut;
+use namesrv::protocol::body::RegisterBroker;
 use namesrv::protocol::code::request;
 use namesrv::protocol::{
     ExtFields, FrameLimits, RemotingCommand, SerializeType, decode_frame, encode_frame, split_frame,
@@ -31,20 +32,13 @@ fn arg(args: &[String], name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-fn register_body(topics: u64) -> Vec<u8> {
-    let mut table = String::with_capacity(topics as usize * 200);
-    for i in 0..topics {
-        if i > 0 {
-            table.push(',');
-        }
-        table.push_str(&format!(
-            r#""Topic{i}":{{"attributes":{{}},"order":false,"perm":6,"readQueueNums":8,"topicFilterType":"SINGLE_TAG","topicName":"Topic{i}","topicSysFlag":0,"writeQueueNums":8}}"#
-        ));
-    }
-    format!(
-        r#"{{"filterServerList":[],"topicConfigSerializeWrapper":{{"dataVersion":{{"counter":1,"stateVersion":0,"timestamp":1700000000000}},"topicConfigTable":{{{table}}}}}}}"#
-    )
-    .into_bytes()
+/// The registration of broker `name` at `addr` with `topics` topics (8/8 queues), as a 4.x
+/// broker writes it.
+fn registration(name: &str, addr: &str, topics: u64) -> RegisterBroker {
+    RegisterBroker::new("DefaultCluster", name, addr)
+        .ha_server_addr(addr)
+        .topics((0..topics).map(|i| format!("Topic{i}")), 8)
+        .without_mapping()
 }
 
 fn call(stream: &mut TcpStream, cmd: &RemotingCommand) -> RemotingCommand {
@@ -113,7 +107,6 @@ fn main() {
         .filter(|(i, a)| a.contains(':') && (*i == 0 || !args[i - 1].starts_with("--")))
         .map(|(_, a)| a)
         .collect();
-    let body = register_body(topics);
     let mut held = Vec::new();
     for b in 0..brokers {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a broker port");
@@ -123,19 +116,9 @@ fn main() {
         for server in &servers {
             let mut stream = TcpStream::connect(server.as_str()).expect("connect");
             let mut cmd = RemotingCommand::request(request::REGISTER_BROKER, 1);
-            let fields: ExtFields = [
-                ("brokerName", name.as_str()),
-                ("brokerAddr", addr.as_str()),
-                ("clusterName", "DefaultCluster"),
-                ("haServerAddr", addr.as_str()),
-                ("brokerId", "0"),
-                ("compressed", "false"),
-                ("enableActingMaster", "false"),
-            ]
-            .into_iter()
-            .collect();
-            cmd.ext_fields = Some(fields);
-            cmd.body = Some(body.clone().into());
+            let registration = registration(&name, &addr, topics);
+            cmd.ext_fields = Some(registration.header_fields().into_iter().collect());
+            cmd.body = Some(registration.body_json().into());
             let resp = call(&mut stream, &cmd);
             assert_eq!(resp.code, 0, "register on {server}: {:?}", resp.remark);
             held.push((stream, name.clone(), addr.clone()));

@@ -4,32 +4,24 @@
 #![allow(dead_code)] // each bench uses a part
 
 use bytes::Bytes;
-use namesrv::protocol::body::{DecodeOptions, RegisterBody};
+use namesrv::protocol::body::{DecodeOptions, RegisterBody, RegisterBroker};
 use namesrv::state::ConnId;
 use namesrv::state::route_table::RouteTable;
-use namesrv::state::route_table::register::{BodyInput, RegisterSettings, Registration};
+use namesrv::state::route_table::register::{
+    BodyInput, RegisterOutcome, RegisterSettings, Registration,
+};
 use tokio::time::Instant;
 
 /// A 5.x JSON registration body with `topics` topics (the shape nsbench sends: about 178 bytes
 /// per topic, so 10 000 topics make a 1.78 MB body).
 pub fn register_json(topics: usize, counter: u64) -> Bytes {
-    let mut s = String::with_capacity(200 * topics + 300);
-    s.push_str(
-        r#"{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":"#,
-    );
-    s.push_str(&counter.to_string());
-    s.push_str(r#","stateVersion":0,"timestamp":1700000000000},"mappingDataVersion":{"counter":0,"stateVersion":0,"timestamp":1700000000000},"topicConfigTable":{"#);
-    for i in 0..topics {
-        if i > 0 {
-            s.push(',');
-        }
-        let t = format!("BenchTopic_{i:06}");
-        s.push_str(&format!(
-            r#""{t}":{{"attributes":{{}},"order":false,"perm":6,"readQueueNums":8,"topicFilterType":"SINGLE_TAG","topicName":"{t}","topicSysFlag":0,"writeQueueNums":8}}"#
-        ));
-    }
-    s.push_str(r#"},"topicQueueMappingDetailMap":{},"topicQueueMappingInfoMap":{}}}"#);
-    Bytes::from(s)
+    let names = (0..topics).map(|i| format!("BenchTopic_{i:06}"));
+    RegisterBroker::new("BenchCluster", "", "")
+        .topics(names, 8)
+        .data_version(counter as i64, 1_700_000_000_000)
+        .mapping_timestamp(1_700_000_000_000)
+        .body_json()
+        .into()
 }
 
 /// Decode options for a 5.3.3 broker.
@@ -69,16 +61,25 @@ pub fn table(brokers: usize, topics: usize) -> RouteTable {
             &format!("bench-broker-{b}"),
             &format!("127.0.0.1:{}", 20000 + b),
         );
-        t.register(
-            &reg,
-            BodyInput::Decoded {
-                body: &body,
-                digest: b as u64,
-            },
-            &RegisterSettings::default(),
-            Instant::now(),
-        )
-        .unwrap();
+        register_decoded(&mut t, &reg, &body, b as u64, &RegisterSettings::default());
     }
     t
+}
+
+/// Registers `reg` with an already decoded `body` whose raw bytes hash to `digest`, as the
+/// handler does after decoding, now.
+pub fn register_decoded(
+    t: &mut RouteTable,
+    reg: &Registration<'_>,
+    body: &RegisterBody,
+    digest: u64,
+    settings: &RegisterSettings,
+) -> RegisterOutcome {
+    t.register(
+        reg,
+        BodyInput::Decoded { body, digest },
+        settings,
+        Instant::now(),
+    )
+    .unwrap()
 }

@@ -1,5 +1,5 @@
 //! The soak tool's command line: every count, duration and threshold is a flag whose default
-//! is the figure of project issue 7 (10 000 idle connections, 1 000 brokers x 100 topics
+//! is the figure the soak test must hold (10 000 idle connections, 1 000 brokers x 100 topics
 //! re-registering every 30 s, 10 minutes, route p99 <= 2 ms, RSS growth <= 10 %).
 
 use std::path::PathBuf;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use namesrv::protocol::body::RegisterBroker;
 use namesrv::protocol::code::request;
 use namesrv::protocol::{
     ExtFields, FrameLimits, RemotingCommand, SerializeType, decode_frame, encode_frame, split_frame,
@@ -160,17 +161,7 @@ pub fn topic_name(group: usize, i: usize) -> String {
 
 /// The `topicConfigTable` JSON of a topic group (its `topics` topics, 8/8 queues, perm 6).
 pub fn topic_table(group: usize, topics: usize) -> Arc<str> {
-    let mut s = String::with_capacity(topics * 230);
-    for i in 0..topics {
-        if i > 0 {
-            s.push(',');
-        }
-        let t = topic_name(group, i);
-        s.push_str(&format!(
-            r#""{t}":{{"attributes":{{}},"order":false,"perm":6,"readQueueNums":8,"topicFilterType":"SINGLE_TAG","topicName":"{t}","topicSysFlag":0,"writeQueueNums":8}}"#
-        ));
-    }
-    s.into()
+    RegisterBroker::topic_table((0..topics).map(|i| topic_name(group, i)), 8).into()
 }
 
 /// One fake broker: a master (`brokerId` 0) with its own name and address.
@@ -200,22 +191,16 @@ impl BrokerSpec {
 
     /// A full REGISTER_BROKER (JSON body, every topic) with data version `counter`/`timestamp`.
     pub fn register(&self, conn: &mut Conn, counter: u64, timestamp: u64) -> RemotingCommand {
-        let body = format!(
-            r#"{{"filterServerList":[],"topicConfigSerializeWrapper":{{"dataVersion":{{"counter":{counter},"stateVersion":0,"timestamp":{timestamp}}},"mappingDataVersion":{{"counter":0,"stateVersion":0,"timestamp":0}},"topicConfigTable":{{{}}},"topicQueueMappingDetailMap":{{}},"topicQueueMappingInfoMap":{{}}}}}}"#,
-            self.table
-        );
+        let registration = RegisterBroker::new("SoakCluster", &self.name, &self.addr)
+            .ha_server_addr(&self.ha_addr)
+            .with_topic_table(&self.table)
+            .data_version(counter as i64, timestamp as i64);
+        let fields = registration.header_fields();
+        let ext: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
         conn.request(
             request::REGISTER_BROKER,
-            &[
-                ("brokerName", &self.name),
-                ("brokerAddr", &self.addr),
-                ("clusterName", "SoakCluster"),
-                ("haServerAddr", &self.ha_addr),
-                ("brokerId", "0"),
-                ("compressed", "false"),
-                ("enableActingMaster", "false"),
-            ],
-            Some(Bytes::from(body)),
+            &ext,
+            Some(Bytes::from(registration.body_json())),
         )
     }
 }

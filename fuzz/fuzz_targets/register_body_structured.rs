@@ -1,6 +1,6 @@
 //! Well-formed REGISTER_BROKER bodies built from the fuzz input: the 5.x and 4.9.x JSON
-//! shapes, the bare wrapper of pre-V3_0_11 brokers and the zlib-compressed layout (JSON.md
-//! §6), with escaped or raw names, optional whitespace, numbers written as strings and
+//! shapes, the bare wrapper of pre-V3_0_11 brokers and the zlib-compressed layout (Java's
+//! `RegisterBrokerBody#encode`), with escaped or raw names, optional whitespace, numbers written as strings and
 //! missing properties. Every such body must decode, and what it decodes to must be what was
 //! written: data version, filter servers, mappings and, for every topic, its key and parsed
 //! config (Java's defaults for missing properties).

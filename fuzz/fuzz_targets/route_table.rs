@@ -334,30 +334,18 @@ fuzz_target!(|input: (bool, Vec<Op>)| {
                 // As the handler computes it for a 5.x body (format seed 3).
                 let digest = xxhash_rust::xxh3::xxh3_64_with_seed(&raw, 3);
                 let decoded = RegisterBody::decode(raw, opts).expect("a generated body decodes");
+                let with_body = || BodyInput::Decoded {
+                    body: &decoded,
+                    digest,
+                };
                 let outcome_plain = plain
-                    .register(
-                        &reg,
-                        BodyInput::Decoded {
-                            body: &decoded,
-                            digest,
-                        },
-                        &settings,
-                        now,
-                    )
+                    .register(&reg, with_body(), &settings, now)
                     .unwrap_or_else(|e| panic!("step {step}: plain registration failed: {e}"));
                 let outcome_fast =
                     match fast.register(&reg, BodyInput::Unchanged { digest }, &settings, now) {
                         Ok(o) => o,
                         Err(RegisterError::NeedsBody) => fast
-                            .register(
-                                &reg,
-                                BodyInput::Decoded {
-                                    body: &decoded,
-                                    digest,
-                                },
-                                &settings,
-                                now,
-                            )
+                            .register(&reg, with_body(), &settings, now)
                             .unwrap_or_else(|e| panic!("step {step}: registration failed: {e}")),
                         Err(e) => panic!("step {step}: unchanged registration failed: {e}"),
                     };

@@ -129,7 +129,7 @@ async fn enforce_with_only_accounts_protects_admin_requests() {
     assert_eq!(call(&mut c, put).await.code, response::SUCCESS);
     assert_eq!(get_kv(&mut c, "k").await, response::SUCCESS);
     // Reads and broker requests stay open, signed or not, by anyone.
-    crate::harness::register(&mut c, "broker-a", "127.0.0.1:10911", "0", 1, &["T1", "T2"]).await;
+    crate::harness::register_master(&mut c, "broker-a", "127.0.0.1:10911", &["T1", "T2"]).await;
     let route = crate::harness::route(&mut c, "T1").await;
     assert_eq!(route.code, response::SUCCESS);
     let route = sign(
@@ -209,7 +209,8 @@ async fn every_refusal_reason_in_both_header_encodings() {
                 "{encoding:?}"
             );
         }
-        // AUTH.md §1.5 example A, as mqadmin sends it: the server signs the decoded fields.
+        // A request signed as mqadmin's `AclClientRPCHook` signs it: the server signs the decoded
+        // fields.
         let mut cmd = c.command(
             request::PUT_KV_CONFIG,
             &[
@@ -333,7 +334,7 @@ async fn brokers_pass_by_address_or_by_signature() {
     let s = start("enforce", &everything_signed("127.0.0.*")).await;
     let mut c = s.server.client().await;
     // A 4.9.x broker never signs: let in by its address, for broker and read requests.
-    crate::harness::register(&mut c, "broker-a", "127.0.0.1:10911", "0", 1, &["T1", "T2"]).await;
+    crate::harness::register_master(&mut c, "broker-a", "127.0.0.1:10911", &["T1", "T2"]).await;
     assert_eq!(
         crate::harness::route(&mut c, "T1").await.code,
         response::SUCCESS

@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 use namesrv::protocol::code::{request, response};
 use namesrv::protocol::{ExtFields, RemotingCommand, signature};
 
-use crate::cli::{
-    BOOT_LINE, PATIENCE, Reaped, boot_addr, namesrv, private_config, run, stderr, terminate,
-    wait_exit,
-};
 use crate::harness::TestClient;
+use crate::harness::process::{
+    BOOT_LINE, PATIENCE, Reaped, boot_addr, namesrv, private_config, run_namesrv, stderr,
+    terminate, wait_exit,
+};
 
 const ACCOUNTS: &str =
     "accounts:\n  - accessKey: rocketmq2\n    secretKey: '12345678'\n    admin: true\n";
@@ -198,9 +198,7 @@ fn start_up_refuses_a_broken_or_missing_accounts_file() {
         ),
     ] {
         let conf = auth_config(dir.path(), &auth);
-        let mut cmd = namesrv(dir.path());
-        cmd.arg("-c").arg(&conf);
-        let out = run(cmd);
+        let out = run_namesrv(dir.path(), &[], Some(&conf));
         assert!(!out.status.success(), "{auth} started");
         let err = stderr(&out);
         assert!(err.contains(&expected), "{auth}: no {expected:?} in {err}");

@@ -10,7 +10,8 @@ use namesrv::metrics::Prelude as Outcome;
 use namesrv::server::prelude::proxy;
 
 use crate::harness::{
-    TestClient, TestServer, body_text, register_body, register_ext, route, tls_client_config,
+    TestClient, TestServer, body_text, cluster_info, register_body, register_ext, register_raw,
+    route, tls_client_config,
 };
 
 #[tokio::test]
@@ -20,13 +21,7 @@ async fn absurd_numbers_are_stored_as_java_would_and_never_crash() {
     let body = br#"{"topicConfigSerializeWrapper":{"dataVersion":{"counter":-1,"stateVersion":-9,"timestamp":-5},"topicConfigTable":{"Neg":{"topicName":"Neg","readQueueNums":-5,"writeQueueNums":2147483647,"perm":-1},"Huge":{"topicName":"Huge","readQueueNums":99999999999}}}}"#;
     for id in ["9223372036854775807", "-9223372036854775808", "-1"] {
         let addr = format!("10.0.0.{}:1", id.len());
-        let resp = c
-            .call(
-                request::REGISTER_BROKER,
-                &register_ext("absurd", &addr, id),
-                Some(body),
-            )
-            .await;
+        let resp = register_raw(&mut c, ("absurd", &addr, id), body).await;
         assert_eq!(resp.code, 0, "id {id}: {:?}", resp.remark);
     }
     let text = body_text(&route(&mut c, "Neg").await);
@@ -36,13 +31,12 @@ async fn absurd_numbers_are_stored_as_java_would_and_never_crash() {
     );
     // 99999999999 does not fit an int: Java's intValue() wraps it.
     assert!(body_text(&route(&mut c, "Huge").await).contains(r#""readQueueNums":1215752191"#));
-    let overflow = c
-        .call(
-            request::REGISTER_BROKER,
-            &register_ext("absurd", "10.0.0.9:1", "9223372036854775808"),
-            Some(body),
-        )
-        .await;
+    let overflow = register_raw(
+        &mut c,
+        ("absurd", "10.0.0.9:1", "9223372036854775808"),
+        body,
+    )
+    .await;
     assert_eq!(overflow.code, response::SYSTEM_ERROR);
     let timeout = {
         let mut ext = register_ext("t", "10.0.0.8:1", "0");
@@ -95,7 +89,7 @@ async fn invalid_bodies_are_system_errors_and_change_nothing() {
         let resp = c.call(request::REGISTER_BROKER, &ext, Some(body)).await;
         assert_eq!(resp.code, response::SYSTEM_ERROR, "{what}");
     }
-    let info = c.call(request::GET_BROKER_CLUSTER_INFO, &[], None).await;
+    let info = cluster_info(&mut c).await;
     assert_eq!(
         body_text(&info),
         r#"{"brokerAddrTable":{},"clusterAddrTable":{}}"#
@@ -173,7 +167,7 @@ async fn truncated_frames_with_half_close_are_dropped_quietly() {
     assert_eq!(other.call(999, &[], None).await.code, 3);
 }
 
-// --- hostile TLS and PROXY handshakes (issue 11): each closes only its own connection ---
+// --- hostile TLS and PROXY handshakes — each closes only its own connection ---
 
 /// A server whose handshakes must finish within 300 ms.
 async fn quick_handshake_server() -> TestServer {

@@ -6,9 +6,12 @@ use std::time::Duration;
 
 use namesrv::protocol::code::{request, response};
 
+use namesrv::protocol::body::RegisterBroker;
+
 use crate::harness::{
-    TestClient, TestServer, body_text, qdv_ext, register, register_body, register_broker_a,
-    register_ext, route,
+    TestClient, TestServer, body_text, cluster_info, put_kv, qdv_ext, query_data_version, register,
+    register_body, register_broker_a, register_ext, register_raw, register_with, registration,
+    route, update_config,
 };
 
 /// Waits (boundedly) until `topic` has no route.
@@ -29,28 +32,18 @@ async fn a_broker_that_stops_heartbeating_expires() {
     )
     .await;
     let mut broker = server.client().await;
-    let mut ext = register_ext("broker-a", "10.0.0.1:10911", "0");
-    ext.push(("heartbeatTimeoutMillis", "10000"));
-    let body = register_body(1, &["TopicA", "TopicB"]);
-    assert_eq!(
-        broker
-            .call(request::REGISTER_BROKER, &ext, Some(&body))
-            .await
-            .code,
-        0
-    );
+    let reg = registration("broker-a", "10.0.0.1:10911", "0", 1, &["TopicA", "TopicB"]);
+    register_with(
+        &mut broker,
+        &reg.header_field("heartbeatTimeoutMillis", "10000"),
+    )
+    .await;
     let mut client = server.client().await;
     assert_eq!(route(&mut client, "TopicA").await.code, 0);
 
     tokio::time::advance(Duration::from_secs(8)).await;
     // A QUERY_DATA_VERSION is a heartbeat.
-    let qdv = broker
-        .call(
-            request::QUERY_DATA_VERSION,
-            &qdv_ext("broker-a", "10.0.0.1:10911"),
-            Some(br#"{"counter":1,"stateVersion":0,"timestamp":1700000000000}"#),
-        )
-        .await;
+    let qdv = query_data_version(&mut broker, "broker-a", "10.0.0.1:10911", 1).await;
     assert_eq!(qdv.ext("changed"), Some("false"));
     tokio::time::advance(Duration::from_secs(8)).await;
     assert_eq!(
@@ -107,9 +100,7 @@ async fn a_broker_whose_connection_drops_is_unregistered_at_once() {
     assert_eq!(route(&mut client, "TopicA").await.code, 0);
     drop(broker);
     wait_until_gone(&mut client, "TopicA").await;
-    let cluster = client
-        .call(request::GET_BROKER_CLUSTER_INFO, &[], None)
-        .await;
+    let cluster = cluster_info(&mut client).await;
     assert_eq!(
         body_text(&cluster),
         r#"{"brokerAddrTable":{},"clusterAddrTable":{}}"#
@@ -315,13 +306,7 @@ async fn first_registration_with_a_single_topic_is_refused_like_java() {
     let server = TestServer::start().await;
     let mut broker = server.client().await;
     let body = register_body(1, &["Only"]);
-    let resp = broker
-        .call(
-            request::REGISTER_BROKER,
-            &register_ext("broker-a", "10.0.0.1:10911", "0"),
-            Some(&body),
-        )
-        .await;
+    let resp = register_raw(&mut broker, ("broker-a", "10.0.0.1:10911", "0"), &body).await;
     assert_eq!(
         (resp.code, resp.remark.as_deref()),
         (response::SYSTEM_ERROR, Some("register broker failed"))
@@ -349,32 +334,19 @@ async fn missing_and_invalid_fields_are_clear_errors() {
             .contains("<brokerId> has an invalid value")
     );
     let body = br#"{"topicConfigSerializeWrapper":{"topicConfigTable":{"A":{"perm":"x","topicName":"A"},"B":{"topicName":"B"}}}}"#;
-    let resp = broker
-        .call(
-            request::REGISTER_BROKER,
-            &register_ext("broker-a", "10.0.0.1:10911", "0"),
-            Some(body),
-        )
-        .await;
+    let resp = register_raw(&mut broker, ("broker-a", "10.0.0.1:10911", "0"), body).await;
     assert_eq!(resp.code, response::SYSTEM_ERROR);
-    let resp = broker
-        .call(
-            request::REGISTER_BROKER,
-            &register_ext("broker-a", "10.0.0.1:10911", "0"),
-            Some(b"{not json"),
-        )
-        .await;
+    let resp = register_raw(
+        &mut broker,
+        ("broker-a", "10.0.0.1:10911", "0"),
+        b"{not json",
+    )
+    .await;
     assert_eq!(resp.code, response::SYSTEM_ERROR);
     // Java fails on a negative version before reading the body.
     broker.version = -1;
     let body = register_body(1, &["A", "B"]);
-    let resp = broker
-        .call(
-            request::REGISTER_BROKER,
-            &register_ext("broker-a", "10.0.0.1:10911", "0"),
-            Some(&body),
-        )
-        .await;
+    let resp = register_raw(&mut broker, ("broker-a", "10.0.0.1:10911", "0"), &body).await;
     assert_eq!(resp.code, response::SYSTEM_ERROR);
     broker.version = 479;
     assert_eq!(
@@ -430,23 +402,13 @@ async fn route_json_style_follows_client_version() {
 async fn zone_mode_filters_groups_by_the_clients_zone() {
     let server = TestServer::start().await;
     let mut b1 = server.client().await;
-    let mut ext = register_ext("broker-east", "10.0.0.1:10911", "0");
-    ext.push(("__ZONE_NAME", "east"));
-    let body = register_body(1, &["T", "U"]);
-    assert_eq!(
-        b1.call(request::REGISTER_BROKER, &ext, Some(&body))
-            .await
-            .code,
-        0
-    );
-    let mut ext = register_ext("broker-west", "10.0.0.2:10911", "0");
-    ext.push(("__ZONE_NAME", "west"));
-    assert_eq!(
-        b1.call(request::REGISTER_BROKER, &ext, Some(&body))
-            .await
-            .code,
-        0
-    );
+    for (name, addr, zone) in [
+        ("broker-east", "10.0.0.1:10911", "east"),
+        ("broker-west", "10.0.0.2:10911", "west"),
+    ] {
+        let reg = registration(name, addr, "0", 1, &["T", "U"]).header_field("__ZONE_NAME", zone);
+        register_with(&mut b1, &reg).await;
+    }
     let mut client = server.client().await;
     let zoned = client
         .call(
@@ -486,13 +448,7 @@ async fn static_topic_mappings_appear_in_routes() {
     let server = TestServer::start().await;
     let mut broker = server.client().await;
     let body = br#"{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":1,"stateVersion":0,"timestamp":1},"topicConfigTable":{"S":{"topicName":"S","readQueueNums":2,"writeQueueNums":2,"perm":6},"T":{"topicName":"T"}},"topicQueueMappingInfoMap":{"S":{"bname":"broker-a","currIdMap":{0:0,1:1},"dirty":false,"epoch":7,"scope":"__global__","topic":"S","totalQueues":2}}}}"#;
-    let resp = broker
-        .call(
-            request::REGISTER_BROKER,
-            &register_ext("broker-a", "10.0.0.1:10911", "0"),
-            Some(body),
-        )
-        .await;
+    let resp = register_raw(&mut broker, ("broker-a", "10.0.0.1:10911", "0"), body).await;
     assert_eq!(resp.code, 0, "{:?}", resp.remark);
     let text = body_text(&route(&mut broker, "S").await);
     assert!(
@@ -506,17 +462,7 @@ async fn static_topic_mappings_appear_in_routes() {
 async fn order_topic_config_reaches_brokers_and_routes() {
     let server = TestServer::with_properties("orderMessageEnable=true").await;
     let mut client = server.client().await;
-    let put = client
-        .call(
-            request::PUT_KV_CONFIG,
-            &[
-                ("namespace", "ORDER_TOPIC_CONFIG"),
-                ("key", "TopicA"),
-                ("value", "broker-a:4"),
-            ],
-            None,
-        )
-        .await;
+    let put = put_kv(&mut client, "ORDER_TOPIC_CONFIG", "TopicA", "broker-a:4").await;
     assert_eq!(put.code, 0);
     let resp = register_broker_a(&mut client).await;
     assert_eq!(body_text(&resp), r#"{"table":{"TopicA":"broker-a:4"}}"#);
@@ -525,56 +471,26 @@ async fn order_topic_config_reaches_brokers_and_routes() {
     );
     assert!(!body_text(&route(&mut client, "TopicB").await).contains("orderTopicConf"));
     // A KV change is visible in the next route, cache or not.
-    client
-        .call(
-            request::PUT_KV_CONFIG,
-            &[
-                ("namespace", "ORDER_TOPIC_CONFIG"),
-                ("key", "TopicA"),
-                ("value", "broker-a:8"),
-            ],
-            None,
-        )
-        .await;
+    put_kv(&mut client, "ORDER_TOPIC_CONFIG", "TopicA", "broker-a:8").await;
     assert!(
         body_text(&route(&mut client, "TopicA").await).contains(r#""orderTopicConf":"broker-a:8""#)
     );
-    client
-        .call(
-            request::UPDATE_NAMESRV_CONFIG,
-            &[],
-            Some(b"orderMessageEnable=false"),
-        )
-        .await;
+    update_config(&mut client, "orderMessageEnable=false").await;
     assert!(!body_text(&route(&mut client, "TopicA").await).contains("orderTopicConf"));
+}
+
+/// `broker-a` at `addr` with TopicA and TopicB, allowing a slave to act as master.
+fn acting(addr: &str, id: &str) -> RegisterBroker {
+    registration("broker-a", addr, id, 1, &["TopicA", "TopicB"]).enable_acting_master(true)
 }
 
 #[tokio::test]
 async fn acting_master_rewrite_and_write_perm_cleared_when_the_master_leaves() {
     let server = TestServer::with_properties("supportActingMaster=true").await;
     let mut master = server.client().await;
-    let mut ext = register_ext("broker-a", "10.0.0.1:10911", "0");
-    ext.retain(|(k, _)| *k != "enableActingMaster");
-    ext.push(("enableActingMaster", "true"));
-    let body = register_body(1, &["TopicA", "TopicB"]);
-    assert_eq!(
-        master
-            .call(request::REGISTER_BROKER, &ext, Some(&body))
-            .await
-            .code,
-        0
-    );
+    register_with(&mut master, &acting("10.0.0.1:10911", "0")).await;
     let mut slave = server.client().await;
-    let mut ext = register_ext("broker-a", "10.0.0.2:10911", "1");
-    ext.retain(|(k, _)| *k != "enableActingMaster");
-    ext.push(("enableActingMaster", "true"));
-    assert_eq!(
-        slave
-            .call(request::REGISTER_BROKER, &ext, Some(&body))
-            .await
-            .code,
-        0
-    );
+    register_with(&mut slave, &acting("10.0.0.2:10911", "1")).await;
     drop(master);
     let mut client = server.client().await;
     for _ in 0..500 {
@@ -595,26 +511,10 @@ async fn acting_master_rewrite_and_write_perm_cleared_when_the_master_leaves() {
 async fn switching_support_acting_master_at_run_time_changes_cached_routes() {
     let server = TestServer::start().await;
     let mut slave = server.client().await;
-    let mut ext = register_ext("broker-a", "10.0.0.2:10911", "1");
-    ext.retain(|(k, _)| *k != "enableActingMaster");
-    ext.push(("enableActingMaster", "true"));
-    let body = register_body(1, &["TopicA", "TopicB"]);
-    assert_eq!(
-        slave
-            .call(request::REGISTER_BROKER, &ext, Some(&body))
-            .await
-            .code,
-        0
-    );
+    register_with(&mut slave, &acting("10.0.0.2:10911", "1")).await;
     let mut client = server.client().await;
     assert!(body_text(&route(&mut client, "TopicA").await).contains(r#"{"1":"10.0.0.2:10911"}"#));
-    let upd = client
-        .call(
-            request::UPDATE_NAMESRV_CONFIG,
-            &[],
-            Some(b"supportActingMaster=true"),
-        )
-        .await;
+    let upd = update_config(&mut client, "supportActingMaster=true").await;
     assert_eq!(upd.code, 0);
     assert!(body_text(&route(&mut client, "TopicA").await).contains(r#"{"0":"10.0.0.2:10911"}"#));
 }

@@ -19,8 +19,8 @@ use namesrv::protocol::{RemotingCommand, SerializeType, encode_frame};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpSocket, TcpStream};
 
-use crate::harness::{TestClient, route};
-use crate::process::{Server, rss_bytes};
+use crate::harness::process::{Server, rss_bytes};
+use crate::harness::{TestClient, put_kv, route};
 
 const MIB: u64 = 1024 * 1024;
 const BUDGET: u64 = 32 * MIB;
@@ -159,13 +159,7 @@ async fn a_thousand_connections_that_never_read_stay_within_the_budget() {
     let mut admin = TestClient::connect(addr).await;
     let value = "v".repeat(64 * 1024);
     for key in ["a", "b"] {
-        let put = admin
-            .call(
-                request::PUT_KV_CONFIG,
-                &[("namespace", "big"), ("key", key), ("value", &value)],
-                None,
-            )
-            .await;
+        let put = put_kv(&mut admin, "big", key, &value).await;
         assert_eq!(put.code, response::SUCCESS, "{:?}", put.remark);
     }
     let mut wire = BytesMut::new();

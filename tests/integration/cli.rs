@@ -7,33 +7,21 @@
 //! temporary directory and listens on `127.0.0.1` port 0; the address comes from the boot
 //! line. Guards kill whatever is still running when a test fails.
 
-use std::io::{BufRead, BufReader, Read};
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
 
 use namesrv::config::Settings;
 use namesrv::protocol::code::{request, response};
 
+use crate::harness::process::{
+    BIN, BOOT_LINE, PATIENCE, Reaped, alive, boot_addr, namesrv, private_config, run, run_namesrv,
+    stderr, stdout, terminate, wait_exit,
+};
 use crate::harness::{TestClient, body_text};
 
-const BIN: &str = env!("CARGO_BIN_EXE_namesrv");
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
-pub(crate) const BOOT_LINE: &str = "The Name Server boot success.";
-/// Generous bound for anything a test waits on; reaching it is a failure, not a timing test.
-pub(crate) const PATIENCE: Duration = Duration::from_secs(60);
-
-/// A child process that is killed and reaped when the guard goes away.
-pub(crate) struct Reaped(pub(crate) Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// A process started by `bin/mqnamesrv` (not our child), killed by pid if still running.
 struct PidGuard(u32);
@@ -48,119 +36,11 @@ impl Drop for PidGuard {
     }
 }
 
-/// Whether `pid` is running (an exited process nobody has reaped yet does not count).
-pub(crate) fn alive(pid: u32) -> bool {
-    let out = Command::new("ps")
-        .args(["-p", &pid.to_string(), "-o", "stat="])
-        .output()
-        .expect("ps runs");
-    let stat = String::from_utf8_lossy(&out.stdout);
-    let stat = stat.trim();
-    !stat.is_empty() && !stat.starts_with('Z')
-}
-
-/// The binary with a hermetic environment: `HOME` is `home`, nothing inherited that
-/// changes its behaviour.
-pub(crate) fn namesrv(home: &Path) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.env("HOME", home)
-        .env_remove("ROCKETMQ_HOME")
-        .env_remove("ROCKETMQ_SERIALIZE_TYPE")
-        .env_remove("RUST_LOG");
-    cmd
-}
-
-/// Collects everything `from` yields, on a thread of its own.
-fn read_all(mut from: impl Read + Send + 'static) -> mpsc::Receiver<Vec<u8>> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = from.read_to_end(&mut buf);
-        let _ = tx.send(buf);
-    });
-    rx
-}
-
-/// Waits for `child` to exit, at most `limit`.
-pub(crate) fn wait_exit(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return Some(status);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Runs `cmd` to completion with its output captured; fails the test if it takes longer
-/// than [`PATIENCE`] or leaves its output pipes open (a background process holding them).
-pub(crate) fn run(mut cmd: Command) -> Output {
-    let shown = format!("{cmd:?}");
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = Reaped(cmd.spawn().unwrap());
-    let stdout = read_all(child.0.stdout.take().unwrap());
-    let stderr = read_all(child.0.stderr.take().unwrap());
-    let status = wait_exit(&mut child.0, PATIENCE)
-        .unwrap_or_else(|| panic!("{shown} still running after {PATIENCE:?}"));
-    let collect = |rx: mpsc::Receiver<Vec<u8>>| {
-        rx.recv_timeout(PATIENCE)
-            .unwrap_or_else(|_| panic!("{shown}: output still open after exit"))
-    };
-    Output {
-        status,
-        stdout: collect(stdout),
-        stderr: collect(stderr),
-    }
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-pub(crate) fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// Writes a config for a private server: loopback, any free port, files under `dir`.
-pub(crate) fn private_config(dir: &Path) -> PathBuf {
-    let conf = dir.join("namesrv.conf");
-    let text = format!(
-        "bindAddress=127.0.0.1\nlistenPort=0\nkvConfigPath={}\nshutdownGracePeriodMillis=2000\n",
-        dir.join("store").join("kvConfig.json").display()
-    );
-    std::fs::write(&conf, text).unwrap();
-    conf
-}
-
-/// The listening address announced by a boot line.
-pub(crate) fn boot_addr(line: &str) -> SocketAddr {
-    let at = line
-        .find("address ")
-        .expect("the boot line names the address");
-    line[at + "address ".len()..].trim().parse().unwrap()
-}
-
-/// Sends SIGTERM to `pid` with kill(1).
-pub(crate) fn terminate(pid: u32) {
-    let status = Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success(), "kill -TERM {pid}");
-}
-
 #[test]
 fn help_prints_usage_and_exits_0() {
     let home = tempfile::tempdir().unwrap();
     for flag in ["-h", "--help"] {
-        let mut cmd = namesrv(home.path());
-        cmd.arg(flag);
-        let out = run(cmd);
+        let out = run_namesrv(home.path(), &[flag], None);
         assert_eq!(out.status.code(), Some(0), "{flag}");
         let text = stdout(&out);
         for expected in [
@@ -177,9 +57,7 @@ fn help_prints_usage_and_exits_0() {
 #[test]
 fn version_exits_0() {
     let home = tempfile::tempdir().unwrap();
-    let mut cmd = namesrv(home.path());
-    cmd.arg("--version");
-    let out = run(cmd);
+    let out = run_namesrv(home.path(), &["--version"], None);
     assert_eq!(out.status.code(), Some(0));
     assert!(stdout(&out).contains(env!("CARGO_PKG_VERSION")));
 }
@@ -187,9 +65,7 @@ fn version_exits_0() {
 #[test]
 fn print_config_item_lists_every_effective_key() {
     let home = tempfile::tempdir().unwrap();
-    let mut cmd = namesrv(home.path());
-    cmd.arg("-p");
-    let out = run(cmd);
+    let out = run_namesrv(home.path(), &["-p"], None);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     let kv_path = format!(
@@ -225,9 +101,7 @@ fn print_config_item_reflects_the_config_file() {
         "listenPort=19999\norderMessageEnable=true\nclientWorkerThreads=4\n",
     )
     .unwrap();
-    let mut cmd = namesrv(dir.path());
-    cmd.arg("-p").arg("-c").arg(&conf);
-    let out = run(cmd);
+    let out = run_namesrv(dir.path(), &["-p"], Some(&conf));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     let loaded = format!("load config properties file OK, {}", conf.display());
@@ -254,9 +128,7 @@ fn bad_values_name_the_file_key_and_value() {
     ] {
         let conf = dir.path().join("bad.conf");
         std::fs::write(&conf, text).unwrap();
-        let mut cmd = namesrv(dir.path());
-        cmd.arg("-c").arg(&conf);
-        let out = run(cmd);
+        let out = run_namesrv(dir.path(), &[], Some(&conf));
         assert!(!out.status.success(), "{text} was accepted");
         let err = stderr(&out);
         let file = conf.display().to_string();
@@ -270,9 +142,7 @@ fn bad_values_name_the_file_key_and_value() {
 fn a_missing_config_file_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("no-such.conf");
-    let mut cmd = namesrv(dir.path());
-    cmd.arg("-c").arg(&conf);
-    let out = run(cmd);
+    let out = run_namesrv(dir.path(), &[], Some(&conf));
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains(&conf.display().to_string()), "{err}");
@@ -282,9 +152,7 @@ fn a_missing_config_file_is_named() {
 fn unknown_options_exit_1_with_usage() {
     let home = tempfile::tempdir().unwrap();
     for option in ["--no-such-option", "-x"] {
-        let mut cmd = namesrv(home.path());
-        cmd.arg(option);
-        let out = run(cmd);
+        let out = run_namesrv(home.path(), &[option], None);
         assert_eq!(out.status.code(), Some(1), "{option}");
         let err = stderr(&out);
         assert!(err.contains(option) && err.contains("Usage:"), "{err}");
@@ -295,9 +163,7 @@ fn unknown_options_exit_1_with_usage() {
 #[test]
 fn a_missing_option_argument_exits_1() {
     let home = tempfile::tempdir().unwrap();
-    let mut cmd = namesrv(home.path());
-    cmd.arg("-c");
-    let out = run(cmd);
+    let out = run_namesrv(home.path(), &["-c"], None);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("--configFile"), "{}", stderr(&out));
 }

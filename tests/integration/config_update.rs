@@ -4,7 +4,7 @@
 
 use namesrv::protocol::code::{request, response};
 
-use crate::harness::{Options, TestClient, TestServer, body_text};
+use crate::harness::{Options, TestClient, TestServer, body_text, update_config};
 
 /// A server on a `-c` file holding `text`.
 async fn server_with_file(text: &str) -> (TestServer, tempfile::TempDir, std::path::PathBuf) {
@@ -106,13 +106,11 @@ async fn updates_that_would_break_the_next_start_are_refused_and_nothing_is_writ
     let mixed = "orderMessageEnable=true\nbindAddress=256.1.1.1";
     refused(&mut c, &file, mixed, sys, &["bindAddress"]).await;
     // The current port, and a free one on an address of this host, are fine.
-    let ok = c
-        .call(
-            request::UPDATE_NAMESRV_CONFIG,
-            &[],
-            Some(b"listenPort=9876\nbindAddress=127.0.0.1\nproductEnvName=prod"),
-        )
-        .await;
+    let ok = update_config(
+        &mut c,
+        "listenPort=9876\nbindAddress=127.0.0.1\nproductEnvName=prod",
+    )
+    .await;
     assert_eq!(ok.code, response::SUCCESS, "{:?}", ok.remark);
     assert!(
         std::fs::read_to_string(&file)
@@ -179,13 +177,7 @@ async fn limits_opened_to_updates_still_have_floors() {
         &["maxKvTotalBytes"],
     )
     .await;
-    let ok = c
-        .call(
-            request::UPDATE_NAMESRV_CONFIG,
-            &[],
-            Some(b"maxConnections=100"),
-        )
-        .await;
+    let ok = update_config(&mut c, "maxConnections=100").await;
     assert_eq!(ok.code, response::SUCCESS, "{:?}", ok.remark);
     assert!(
         ok.remark.unwrap().contains("maxConnections"),

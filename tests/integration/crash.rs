@@ -34,8 +34,8 @@ use namesrv::protocol::code::{request, response};
 use namesrv::protocol::encode_frame;
 use tokio::io::AsyncWriteExt;
 
-use crate::harness::{TestClient, body_text};
-use crate::process::{PATIENCE, Server, Started, tail};
+use crate::harness::process::{PATIENCE, Server, Started, tail};
+use crate::harness::{TestClient, body_text, get_kv};
 
 /// Pipelined connections per round.
 const CONNECTIONS: usize = 3;
@@ -549,24 +549,12 @@ async fn a_truncated_kv_file_starts_from_the_backup_with_a_warning() {
     damage(&files, truncated, Some(GOOD_BAK.as_bytes()));
     let mut server = files.start_up();
     let mut c = TestClient::connect(server.addr()).await;
-    let get = c
-        .call(
-            request::GET_KV_CONFIG,
-            &[("namespace", "ns"), ("key", "k")],
-            None,
-        )
-        .await;
+    let get = get_kv(&mut c, "ns", "k").await;
     assert_eq!(
         (get.code, get.ext("value")),
         (response::SUCCESS, Some("from the backup \"q\" \\ ü"))
     );
-    let order = c
-        .call(
-            request::GET_KV_CONFIG,
-            &[("namespace", "ORDER_TOPIC_CONFIG"), ("key", "T")],
-            None,
-        )
-        .await;
+    let order = get_kv(&mut c, "ORDER_TOPIC_CONFIG", "T").await;
     assert_eq!(order.ext("value"), Some("b:4"));
     server.kill9();
     let stderr = server.take_stderr();
@@ -724,13 +712,7 @@ async fn a_kill_during_start_up_recovery_never_starts_empty() {
             }
         };
         let mut c = TestClient::connect(server.addr()).await;
-        let get = c
-            .call(
-                request::GET_KV_CONFIG,
-                &[("namespace", "ns"), ("key", "k")],
-                None,
-            )
-            .await;
+        let get = get_kv(&mut c, "ns", "k").await;
         server.kill9();
         let stderr = server.take_stderr();
         assert_eq!(

@@ -86,7 +86,7 @@ fn the_systemd_unit_verifies_when_systemd_analyze_is_there() {
     // The unit's command line parses (the file it names does not exist here).
     let mut args: Vec<&str> = exec.split_whitespace().collect();
     args.push("--help");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_namesrv"))
+    let out = std::process::Command::new(crate::harness::process::BIN)
         .args(&args)
         .output()
         .unwrap();
@@ -107,7 +107,7 @@ fn the_systemd_unit_verifies_when_systemd_analyze_is_there() {
     let copy = dir.path().join("namesrv.service");
     let unit = unit.replace(
         "ExecStart=/usr/local/bin/namesrv",
-        &format!("ExecStart={}", env!("CARGO_BIN_EXE_namesrv")),
+        &format!("ExecStart={}", crate::harness::process::BIN),
     );
     std::fs::write(&copy, unit).unwrap();
     let out = std::process::Command::new("systemd-analyze")

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use namesrv::protocol::code::{request, response};
 
-use crate::harness::{TestClient, TestServer, register_broker_a, route};
+use crate::harness::{TestClient, TestServer, put_kv, register_broker_a, route};
 
 #[tokio::test]
 async fn newer_clients_are_told_to_go_away_during_the_wait() {
@@ -31,13 +31,7 @@ async fn newer_clients_are_told_to_go_away_during_the_wait() {
     assert_eq!(resp.remark.as_deref(), Some("please go away"));
     assert!(resp.is_response() && resp.ext_fields.is_none() && resp.body.is_none());
     // The request was not handled: a KV write does not happen.
-    let put = newer
-        .call(
-            request::PUT_KV_CONFIG,
-            &[("namespace", "ns"), ("key", "k"), ("value", "v")],
-            None,
-        )
-        .await;
+    let put = put_kv(&mut newer, "ns", "k", "v").await;
     assert_eq!(put.code, response::GO_AWAY);
     assert!(server.state.kv().get("ns", "k").is_none());
     // One-way requests get no answer: the next answer is the next request's.

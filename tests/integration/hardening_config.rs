@@ -8,7 +8,7 @@ use std::path::Path;
 use namesrv::protocol::code::{request, response};
 use namesrv::state::route_table::MAX_BROKER_TIMEOUT;
 
-use crate::cli::{namesrv, private_config, run, stderr};
+use crate::harness::process::{private_config, run_namesrv, stderr};
 use crate::harness::{Options, TestServer, body_text, register_body, register_ext, update_config};
 
 const ADMIN: &str = "accounts:\n  - {accessKey: rocketmq2, secretKey: '12345678', admin: true}\n";
@@ -96,9 +96,7 @@ fn start_binary(dir: &Path, acl: &str, extra: &str) -> std::process::Output {
     let mut text = std::fs::read_to_string(&conf).unwrap();
     text.push_str(&format!("authConfigPath={}\n{extra}", path.display()));
     std::fs::write(&conf, text).unwrap();
-    let mut cmd = namesrv(dir);
-    cmd.arg("-c").arg(&conf);
-    run(cmd)
+    run_namesrv(dir, &[], Some(&conf))
 }
 
 #[test]

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use namesrv::protocol::code::{request, response};
 
-use crate::harness::{Options, TestClient, TestServer, tls_client_config};
-use crate::spawned::{self, Spawned};
+use crate::harness::spawned::{self, Spawned};
+use crate::harness::{Options, TestClient, TestServer, cluster_info, put_kv, tls_client_config};
 use crate::tls::Pki;
 
 fn mkfifo(path: &Path) {
@@ -57,16 +57,10 @@ async fn planted_links_and_a_foreign_snapshot_path_redirect_no_write() {
     let mut c = server.client().await;
     for n in 0..3 {
         let value = n.to_string();
-        let put = c
-            .call(
-                request::PUT_KV_CONFIG,
-                &[("namespace", "ns"), ("key", "k"), ("value", &value)],
-                None,
-            )
-            .await;
+        let put = put_kv(&mut c, "ns", "k", &value).await;
         assert_eq!(put.code, response::SUCCESS);
     }
-    crate::harness::register(&mut c, "broker-a", "127.0.0.1:10911", "0", 1, &["T1", "T2"]).await;
+    crate::harness::register_master(&mut c, "broker-a", "127.0.0.1:10911", &["T1", "T2"]).await;
     let home = server.stop_keeping_home().await;
     assert_eq!(std::fs::read(&victim).unwrap(), b"system file");
     assert!(std::fs::symlink_metadata(&kv).unwrap().is_file());
@@ -87,9 +81,7 @@ async fn tls_call(addr: std::net::SocketAddr) -> i32 {
     let mut c = TestClient::connect_tls(addr, tls_client_config(), b"")
         .await
         .expect("TLS handshake");
-    c.call(request::GET_BROKER_CLUSTER_INFO, &[], None)
-        .await
-        .code
+    cluster_info(&mut c).await.code
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@ use namesrv::protocol::code::{request, response};
 use namesrv::protocol::{ExtFields, RemotingCommand, signature};
 
 use crate::harness::TestClient;
-use crate::spawned::{self, Spawned};
+use crate::harness::spawned::{self, Spawned};
 
 const ACCESS_KEY: &str = "auditor01";
 /// Values that must appear in no log line.

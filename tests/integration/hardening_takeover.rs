@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::harness::spawned::{self, BIN, Spawned};
 use crate::harness::{TestClient, register_broker_a, route};
-use crate::spawned::{self, BIN, Spawned};
 
 /// Lookups on a new connection each, every 5 ms, until `stop`: how many were answered
 /// with SUCCESS, and how many failed (refused, closed, or answered otherwise).
@@ -109,7 +109,10 @@ async fn a_new_server_that_cannot_load_leaves_the_old_one_serving() {
         let (ok, stderr) = takeover(conf, dir.path().to_owned(), old.pid()).await;
         assert!(!ok, "the takeover succeeded without {named}");
         assert!(stderr.contains(named), "{stderr}");
-        assert!(crate::cli::alive(old.pid()), "the old server was retired");
+        assert!(
+            crate::harness::process::alive(old.pid()),
+            "the old server was retired"
+        );
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     stop.store(true, Ordering::Relaxed);
@@ -134,10 +137,10 @@ async fn a_pid_that_does_not_listen_on_our_port_is_left_alone() {
         "{stderr}"
     );
     assert!(
-        crate::cli::alive(other.pid()),
+        crate::harness::process::alive(other.pid()),
         "the other server was retired"
     );
-    assert!(crate::cli::alive(target.pid()));
+    assert!(crate::harness::process::alive(target.pid()));
     let mut client = TestClient::connect(other.addr).await;
     assert_eq!(route(&mut client, "TopicA").await.code, 0);
     // The server on our port still gets every connection: nothing listens beside it.
@@ -169,7 +172,10 @@ async fn an_http_port_someone_else_holds_is_found_before_the_old_server_goes() {
 
     assert!(!ok, "took over without its HTTP port");
     assert!(stderr.contains("cannot listen for HTTP"), "{stderr}");
-    assert!(crate::cli::alive(old.pid()), "the old server was retired");
+    assert!(
+        crate::harness::process::alive(old.pid()),
+        "the old server was retired"
+    );
     let mut client = TestClient::connect(old.addr).await;
     assert_eq!(route(&mut client, "TopicA").await.code, 17);
     drop(held);

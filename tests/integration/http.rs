@@ -8,7 +8,7 @@ use namesrv::protocol::code::response;
 
 use crate::harness::{
     HttpResponse, Options, TestClient, TestServer, apply_config, body_text, http_request,
-    http_request_with, register, route, update_config,
+    http_request_with, register, register_master, route, update_config,
 };
 
 /// A server with the HTTP listener on and `properties` in its config.
@@ -95,15 +95,7 @@ async fn readiness_waits_for_the_configured_number_of_live_brokers() {
     assert_eq!(resp.status, 503);
     assert!(resp.body.contains("0 live broker(s)"), "{}", resp.body);
     let mut broker = server.client().await;
-    register(
-        &mut broker,
-        "broker-a",
-        "10.0.0.1:10911",
-        "0",
-        1,
-        &["A", "B"],
-    )
-    .await;
+    register_master(&mut broker, "broker-a", "10.0.0.1:10911", &["A", "B"]).await;
     assert_eq!(server.get("/readyz").await.status, 200);
     drop(broker);
     wait_for(&server, "/readyz", |r| r.status == 503).await;
@@ -126,7 +118,7 @@ async fn readiness_fails_while_shutdown_drains() {
     let mut broker = server.client().await;
     let topics: Vec<String> = (0..2000).map(|i| format!("Topic-{i:05}")).collect();
     let names: Vec<&str> = topics.iter().map(String::as_str).collect();
-    register(&mut broker, "broker-a", "10.0.0.1:10911", "0", 1, &names).await;
+    register_master(&mut broker, "broker-a", "10.0.0.1:10911", &names).await;
     // A client that asks for large answers and never reads them keeps its connection busy
     // writing, so the drain lasts until the grace period ends.
     let mut stuck = server.client().await;
@@ -151,15 +143,7 @@ async fn metrics_count_requests_registrations_evictions_and_state() {
     let mut broker = server.client().await;
     // The second registration repeats the first: its body is recognised as unchanged.
     for _ in 0..2 {
-        register(
-            &mut broker,
-            "broker-a",
-            "10.0.0.1:10911",
-            "0",
-            1,
-            &["A", "B", "C"],
-        )
-        .await;
+        register_master(&mut broker, "broker-a", "10.0.0.1:10911", &["A", "B", "C"]).await;
     }
     let mut client = server.client().await;
     for _ in 0..3 {
@@ -256,7 +240,7 @@ async fn series_do_not_grow_with_topics_keys_codes_or_clients() {
     let mut broker = server.client().await;
     let topics: Vec<String> = (0..3000).map(|i| format!("Topic-{i:05}")).collect();
     let names: Vec<&str> = topics.iter().map(String::as_str).collect();
-    register(&mut broker, "broker-a", "10.0.0.1:10911", "0", 1, &names).await;
+    register_master(&mut broker, "broker-a", "10.0.0.1:10911", &names).await;
     let mut clients = Vec::new();
     for i in 0..20 {
         let mut c = server.client().await;
@@ -320,12 +304,10 @@ async fn populated() -> (TestServer, TestClient) {
     let server = server_with("secretKey=hunter2\n").await;
     let mut broker = server.client().await;
     broker.version = 479;
-    register(
+    register_master(
         &mut broker,
         "broker-a",
         "10.0.0.1:10911",
-        "0",
-        1,
         &["Orders", "<b>x</b>"],
     )
     .await;
@@ -338,12 +320,10 @@ async fn populated() -> (TestServer, TestClient) {
         &["Orders", "<b>x</b>"],
     )
     .await;
-    register(
+    register_master(
         &mut broker,
         "broker-b",
         "10.0.0.2:10911",
-        "0",
-        1,
         &["Orders", "Payments"],
     )
     .await;
@@ -557,15 +537,7 @@ async fn clients_that_never_finish_their_headers_cannot_keep_probes_out() {
 async fn a_cluster_that_empties_before_any_scrape_still_reads_zero() {
     let server = server_with("").await;
     let mut broker = server.client().await;
-    register(
-        &mut broker,
-        "broker-a",
-        "10.0.0.1:10911",
-        "0",
-        1,
-        &["A", "B"],
-    )
-    .await;
+    register_master(&mut broker, "broker-a", "10.0.0.1:10911", &["A", "B"]).await;
     // The broker leaves before /metrics has ever been asked for.
     drop(broker);
     wait_for(&server, "/api/brokers", |r| r.body.trim() == "[]").await;

@@ -2,35 +2,17 @@
 
 use namesrv::protocol::code::{request, response};
 
-use crate::harness::{Options, TestServer, body_text};
+use crate::harness::{Options, TestServer, body_text, delete_kv, get_kv, put_kv, update_config};
 
 #[tokio::test]
 async fn kv_codes_answer_like_java() {
     let server = TestServer::start().await;
     let mut c = server.client().await;
-    let put = c
-        .call(
-            request::PUT_KV_CONFIG,
-            &[("namespace", "ns"), ("key", "k"), ("value", "v")],
-            None,
-        )
-        .await;
+    let put = put_kv(&mut c, "ns", "k", "v").await;
     assert_eq!((put.code, put.ext_fields.is_none()), (0, true));
-    let get = c
-        .call(
-            request::GET_KV_CONFIG,
-            &[("namespace", "ns"), ("key", "k")],
-            None,
-        )
-        .await;
+    let get = get_kv(&mut c, "ns", "k").await;
     assert_eq!(get.ext("value"), Some("v"));
-    let miss = c
-        .call(
-            request::GET_KV_CONFIG,
-            &[("namespace", "ns"), ("key", "nope")],
-            None,
-        )
-        .await;
+    let miss = get_kv(&mut c, "ns", "nope").await;
     assert_eq!(miss.code, response::QUERY_NOT_FOUND);
     assert_eq!(
         miss.remark.as_deref(),
@@ -59,16 +41,7 @@ async fn kv_codes_answer_like_java() {
             Some("No config item, Namespace: other")
         )
     );
-    assert_eq!(
-        c.call(
-            request::DELETE_KV_CONFIG,
-            &[("namespace", "ns"), ("key", "k")],
-            None
-        )
-        .await
-        .code,
-        0
-    );
+    assert_eq!(delete_kv(&mut c, "ns", "k").await.code, 0);
     assert_eq!(
         body_text(
             &c.call(
@@ -91,37 +64,15 @@ async fn kv_codes_answer_like_java() {
 async fn kv_table_and_config_survive_a_restart() {
     let server = TestServer::start().await;
     let mut c = server.client().await;
-    let put = c
-        .call(
-            request::PUT_KV_CONFIG,
-            &[
-                ("namespace", "ORDER_TOPIC_CONFIG"),
-                ("key", "T"),
-                ("value", "b:4"),
-            ],
-            None,
-        )
-        .await;
+    let put = put_kv(&mut c, "ORDER_TOPIC_CONFIG", "T", "b:4").await;
     assert_eq!(put.code, 0);
-    let upd = c
-        .call(
-            request::UPDATE_NAMESRV_CONFIG,
-            &[],
-            Some(b"orderMessageEnable=true\nsupportActingMaster=true"),
-        )
-        .await;
+    let upd = update_config(&mut c, "orderMessageEnable=true\nsupportActingMaster=true").await;
     assert_eq!(upd.code, 0);
     // Restart on the same home: the KV file and the persisted configStorePath are read back.
     let home = server.stop_keeping_home().await;
     let again = TestServer::start_in(home, Options::default()).await;
     let mut c = again.client().await;
-    let get = c
-        .call(
-            request::GET_KV_CONFIG,
-            &[("namespace", "ORDER_TOPIC_CONFIG"), ("key", "T")],
-            None,
-        )
-        .await;
+    let get = get_kv(&mut c, "ORDER_TOPIC_CONFIG", "T").await;
     assert_eq!(get.ext("value"), Some("b:4"));
     let cfg = body_text(&c.call(request::GET_NAMESRV_CONFIG, &[], None).await);
     assert!(
@@ -168,17 +119,9 @@ async fn namesrv_config_get_update_and_black_list() {
             )
         );
     }
-    let bad = c
-        .call(request::UPDATE_NAMESRV_CONFIG, &[], Some(b"listenPort=abc"))
-        .await;
+    let bad = update_config(&mut c, "listenPort=abc").await;
     assert_eq!(bad.code, response::SYSTEM_ERROR);
-    let restart = c
-        .call(
-            request::UPDATE_NAMESRV_CONFIG,
-            &[],
-            Some(b"listenPort=9999\nsupportActingMaster=true"),
-        )
-        .await;
+    let restart = update_config(&mut c, "listenPort=9999\nsupportActingMaster=true").await;
     assert_eq!(restart.code, 0);
     assert!(restart.remark.unwrap().contains("listenPort"));
     let cfg = body_text(&c.call(request::GET_NAMESRV_CONFIG, &[], None).await);

@@ -2,30 +2,18 @@
 //! `SYSTEM_ERROR`s naming the limit and change nothing; and a PUT logs the value's size,
 //! never the value.
 
-use namesrv::protocol::code::{request, response};
+use namesrv::protocol::code::response;
 
-use crate::harness::{TestClient, TestServer};
-use crate::process::Server;
+use crate::harness::process::Server;
+use crate::harness::{TestClient, TestServer, delete_kv, get_kv, put_kv};
 
 async fn put(c: &mut TestClient, key: &str, value: &str) -> (i32, String) {
-    let resp = c
-        .call(
-            request::PUT_KV_CONFIG,
-            &[("namespace", "ns"), ("key", key), ("value", value)],
-            None,
-        )
-        .await;
+    let resp = put_kv(c, "ns", key, value).await;
     (resp.code, resp.remark.unwrap_or_default())
 }
 
 async fn get(c: &mut TestClient, key: &str) -> Option<String> {
-    let resp = c
-        .call(
-            request::GET_KV_CONFIG,
-            &[("namespace", "ns"), ("key", key)],
-            None,
-        )
-        .await;
+    let resp = get_kv(c, "ns", key).await;
     resp.ext("value").map(str::to_owned)
 }
 
@@ -53,13 +41,7 @@ async fn oversized_values_and_a_full_store_are_refused_with_the_limit_named() {
     assert!(remark.contains("maxKvTotalBytes=6144"), "{remark}");
     assert_eq!(get(&mut c, "d").await, None);
     // Making room works.
-    let del = c
-        .call(
-            request::DELETE_KV_CONFIG,
-            &[("namespace", "ns"), ("key", "a")],
-            None,
-        )
-        .await;
+    let del = delete_kv(&mut c, "ns", "a").await;
     assert_eq!(del.code, response::SUCCESS);
     assert_eq!(
         put(&mut c, "d", &"z".repeat(2000)).await.0,

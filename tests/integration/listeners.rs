@@ -4,17 +4,13 @@
 
 use std::time::Duration;
 
+use crate::harness::{Options, TestClient, TestServer};
 use namesrv::auth::Permission;
 use namesrv::dispatch::{Later, RequestTable, Route, index_of, numbered};
 use namesrv::handlers::Context;
 use namesrv::metrics::LatencyClass;
 use namesrv::protocol::RemotingCommand;
 use namesrv::protocol::code::{request, response};
-use namesrv::server::Remoting;
-use tokio::net::TcpListener;
-
-use crate::harness::TestClient;
-use crate::outbound::serve_on;
 
 const WAIT: i32 = 1;
 const ECHO: i32 = 2;
@@ -43,14 +39,14 @@ static INDEX: [u8; 8] = index_of(&ROWS);
 static TEST_TABLE: RequestTable = RequestTable::new("test", &ROWS, &INDEX);
 
 /// A name server with a second listener serving [`TEST_TABLE`]; its address.
-async fn with_test_listener() -> (crate::outbound::Served, std::net::SocketAddr) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let more = vec![Remoting {
-        listener,
-        table: &TEST_TABLE,
-    }];
-    (serve_on("", more).await, addr)
+async fn with_test_listener() -> (TestServer, std::net::SocketAddr) {
+    let served = TestServer::start_with(Options {
+        more_tables: vec![&TEST_TABLE],
+        ..Options::default()
+    })
+    .await;
+    let addr = served.more[0];
+    (served, addr)
 }
 
 #[tokio::test]

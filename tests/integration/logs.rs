@@ -2,7 +2,7 @@
 //! Java name server's own logs without touching them, and `--log-format json` writes one JSON
 //! object per line.
 
-use crate::spawned::{self, Spawned};
+use crate::harness::spawned::{self, Spawned};
 
 /// The rotated log files (`namesrv-rs.<date>.log`) in `dir`.
 fn rotated(dir: &std::path::Path) -> Vec<String> {

@@ -16,7 +16,7 @@ use namesrv::protocol::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::harness::{TestClient, TestServer, register, route};
+use crate::harness::{TestClient, TestServer, get_kv, register, register_master, route};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nsadmin");
 
@@ -74,12 +74,10 @@ fn dead_addr() -> String {
 async fn with_broker() -> (TestServer, TestClient) {
     let server = TestServer::start().await;
     let mut broker = server.client().await;
-    register(
+    register_master(
         &mut broker,
         "broker-a",
         "127.0.0.1:1",
-        "0",
-        1,
         &["TopicA", "TopicB"],
     )
     .await;
@@ -94,13 +92,7 @@ fn route_perm(resp: &RemotingCommand) -> i64 {
 
 async fn kv_value(addr: SocketAddr, ns: &str, key: &str) -> Option<String> {
     let mut c = TestClient::connect(addr).await;
-    let resp = c
-        .call(
-            request::GET_KV_CONFIG,
-            &[("namespace", ns), ("key", key)],
-            None,
-        )
-        .await;
+    let resp = get_kv(&mut c, ns, key).await;
     resp.ext("value").map(str::to_owned)
 }
 
@@ -510,7 +502,7 @@ async fn requests_are_signed_from_tools_yml_or_an_explicit_file() {
     assert_eq!(reqs.len(), 1);
     assert_eq!(reqs[0].code, request::PUT_KV_CONFIG);
     assert_eq!(reqs[0].version, 479);
-    // AUTH.md worked example A.
+    // The signature Java's `AclClientRPCHook` computes for this request.
     assert_eq!(
         reqs[0].ext(signature::SIGNATURE),
         Some("BHyL2i6Jhheq2uJ+0fRvM6zcQfU=")
@@ -564,13 +556,7 @@ async fn requests_are_signed_from_tools_yml_or_an_explicit_file() {
 /// Puts a KV entry on one server.
 async fn put_kv(server: &TestServer, ns: &str, key: &str, value: &str) {
     let mut c = server.client().await;
-    let resp = c
-        .call(
-            request::PUT_KV_CONFIG,
-            &[("namespace", ns), ("key", key), ("value", value)],
-            None,
-        )
-        .await;
+    let resp = crate::harness::put_kv(&mut c, ns, key, value).await;
     assert_eq!(resp.code, response::SUCCESS);
 }
 
@@ -616,12 +602,10 @@ async fn diff_names_the_nodes_that_differ() {
     // broker-b's registration reached a and b only.
     for s in [a, b] {
         let mut broker = s.client().await;
-        register(
+        register_master(
             &mut broker,
             "broker-b",
             "127.0.0.1:2",
-            "0",
-            1,
             &["TopicA", "TopicC"],
         )
         .await;

@@ -4,96 +4,40 @@
 
 use std::time::Duration;
 
-use namesrv::addr::AllowList;
-use namesrv::auth::Gate;
-use namesrv::config::{Config, Env};
-use namesrv::kv::KvStore;
-use namesrv::protocol::code::{FLAG_ONEWAY, FLAG_RESPONSE, request, response};
 use namesrv::protocol::{RemotingCommand, SerializeType};
-use namesrv::server::outbound::{Outbound, OutboundError};
-use namesrv::server::prelude::Prelude;
-use namesrv::server::{self, Handles, Listeners, Remoting, Server, ServerConfig};
+use namesrv::protocol::code::{FLAG_ONEWAY, FLAG_RESPONSE, request, response};
+use namesrv::server::outbound::OutboundError;
 use namesrv::state::ConnId;
-use namesrv::tls::ServerMode;
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 
-use crate::harness::TestClient;
+use crate::harness::{TestClient, TestServer};
 
 /// Java's `RequestCode#NOTIFY_BROKER_ROLE_CHANGED`, which the controller sends to brokers.
 const NOTIFY_BROKER_ROLE_CHANGED: i32 = 1008;
 
 /// A server whose outbound handle the test keeps.
-pub(crate) struct Served {
-    pub(crate) addr: std::net::SocketAddr,
-    outbound: Outbound,
-    _home: tempfile::TempDir,
-    _stop: oneshot::Sender<()>,
-}
+type Served = TestServer;
 
 async fn serve() -> Served {
-    serve_with("").await
+    TestServer::start().await
 }
 
 /// A server configured by `properties` (as in a config file).
 async fn serve_with(properties: &str) -> Served {
-    serve_on(properties, Vec::new()).await
+    TestServer::with_properties(properties).await
 }
 
-/// A server configured by `properties`, serving `more` listeners beside its own.
-pub(crate) async fn serve_on(properties: &str, more: Vec<Remoting>) -> Served {
-    let home = tempfile::tempdir().unwrap();
-    let env = Env {
-        home: home.path().display().to_string(),
-        rocketmq_home: None,
-    };
-    let props = namesrv::config::properties::parse(properties).unwrap();
-    let config = Config::from_properties(&props, "test", &env).unwrap();
-    let kv = KvStore::open(std::path::PathBuf::from(&config.settings.kv_config_path)).unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server_config = ServerConfig::from_settings(&config.settings, SerializeType::Json);
-    let plaintext = Prelude::new(
-        ServerMode::Disabled,
-        None,
-        AllowList::default(),
-        Duration::from_secs(1),
-    );
-    let handles = Handles::new(Gate::off(), plaintext);
-    let outbound = handles.outbound.clone();
-    let server_config = Server::new(server_config, handles);
-    let state = namesrv::state::Namesrv::new(config, kv);
-    let (stop, stopped) = oneshot::channel::<()>();
-    let listeners = Listeners {
-        remoting: listener,
-        more,
-        http: None,
-    };
-    tokio::spawn(server::run(listeners, state, server_config, async {
-        let _ = stopped.await;
-    }));
-    Served {
-        addr,
-        outbound,
-        _home: home,
-        _stop: stop,
-    }
-}
-
-impl Served {
-    /// A client and the id the server gave its connection (known once it was answered).
-    async fn client(&self) -> (TestClient, ConnId) {
-        let before = self.outbound.connections();
-        let mut client = TestClient::connect(self.addr).await;
-        assert_eq!(kv_get(&mut client).await.code, response::QUERY_NOT_FOUND);
-        let conn = self
-            .outbound
-            .connections()
-            .into_iter()
-            .find(|c| !before.contains(c))
-            .expect("the connection is attached once served");
-        (client, conn)
-    }
+/// A client of `served` and the id the server gave its connection (known once answered).
+async fn attached_client(served: &Served) -> (TestClient, ConnId) {
+    let before = served.outbound.connections();
+    let mut client = TestClient::connect(served.addr).await;
+    assert_eq!(kv_get(&mut client).await.code, response::QUERY_NOT_FOUND);
+    let conn = served
+        .outbound
+        .connections()
+        .into_iter()
+        .find(|c| !before.contains(c))
+        .expect("the connection is attached once served");
+    (client, conn)
 }
 
 async fn kv_get(client: &mut TestClient) -> RemotingCommand {
@@ -117,7 +61,7 @@ fn answer(request: &RemotingCommand, remark: &str) -> RemotingCommand {
 #[tokio::test]
 async fn a_request_reaches_the_client_and_its_response_comes_back() {
     let served = serve().await;
-    let (mut client, conn) = served.client().await;
+    let (mut client, conn) = attached_client(&served).await;
     let outbound = served.outbound.clone();
     let waiting = tokio::spawn(async move {
         outbound
@@ -156,7 +100,7 @@ async fn a_request_reaches_the_client_and_its_response_comes_back() {
 #[tokio::test]
 async fn a_one_way_request_is_delivered_with_the_one_way_flag() {
     let served = serve().await;
-    let (mut client, conn) = served.client().await;
+    let (mut client, conn) = attached_client(&served).await;
     served.outbound.oneway(conn, role_changed()).unwrap();
     let sent = client.recv().await.unwrap();
     assert_eq!(sent.code, NOTIFY_BROKER_ROLE_CHANGED);
@@ -169,7 +113,7 @@ async fn a_one_way_request_is_delivered_with_the_one_way_flag() {
 #[tokio::test(start_paused = true)]
 async fn a_request_the_client_never_answers_times_out_and_leaves_nothing() {
     let served = serve().await;
-    let (mut client, conn) = served.client().await;
+    let (mut client, conn) = attached_client(&served).await;
     let outbound = served.outbound.clone();
     let timeout = Duration::from_secs(3);
     let waiting =
@@ -192,7 +136,7 @@ async fn a_request_the_client_never_answers_times_out_and_leaves_nothing() {
 #[tokio::test]
 async fn an_unknown_connection_is_not_connected() {
     let served = serve().await;
-    let (_client, conn) = served.client().await;
+    let (_client, conn) = attached_client(&served).await;
     let unknown = ConnId(conn.0 + 1000);
     let got = served
         .outbound
@@ -208,7 +152,7 @@ async fn an_unknown_connection_is_not_connected() {
 #[tokio::test]
 async fn a_waiting_request_learns_when_the_client_disconnects() {
     let served = serve().await;
-    let (mut client, conn) = served.client().await;
+    let (mut client, conn) = attached_client(&served).await;
     let outbound = served.outbound.clone();
     let waiting = tokio::spawn(async move {
         outbound
@@ -232,7 +176,7 @@ async fn a_waiting_request_learns_when_the_client_disconnects() {
 #[tokio::test]
 async fn the_clients_own_requests_are_answered_in_order_while_one_waits() {
     let served = serve().await;
-    let (mut client, conn) = served.client().await;
+    let (mut client, conn) = attached_client(&served).await;
     let outbound = served.outbound.clone();
     let waiting = tokio::spawn(async move {
         outbound
@@ -289,7 +233,7 @@ async fn the_clients_own_requests_are_answered_in_order_while_one_waits() {
 #[tokio::test(start_paused = true)]
 async fn writing_a_request_counts_as_activity_for_the_idle_timeout() {
     let served = serve_with("serverChannelMaxIdleTimeSeconds=10").await;
-    let (mut client, conn) = served.client().await;
+    let (mut client, conn) = attached_client(&served).await;
     for _ in 0..5 {
         tokio::time::sleep(Duration::from_secs(6)).await;
         served.outbound.oneway(conn, role_changed()).unwrap();
@@ -305,7 +249,7 @@ async fn writing_a_request_counts_as_activity_for_the_idle_timeout() {
 #[tokio::test]
 async fn a_large_response_decoded_off_the_connection_reaches_its_waiter() {
     let served = serve().await;
-    let (mut client, conn) = served.client().await;
+    let (mut client, conn) = attached_client(&served).await;
     let outbound = served.outbound.clone();
     let waiting = tokio::spawn(async move {
         outbound

@@ -52,6 +52,20 @@ fn divergent(report: &PeerReport, peer: SocketAddr) -> Vec<(String, Difference)>
     out
 }
 
+/// Registers broker-a (data version 1) and broker-b (data version `counter_b`) on `conn`.
+async fn register_a_and_b(conn: &mut TestClient, counter_b: i64) {
+    register_broker_a(conn).await;
+    register(
+        conn,
+        "broker-b",
+        "10.0.0.2:10911",
+        "0",
+        counter_b,
+        &["TopicA", "TopicB"],
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn three_nodes_and_a_broker_that_registers_with_two() {
     let a = TestServer::start_with(Options {
@@ -68,16 +82,7 @@ async fn three_nodes_and_a_broker_that_registers_with_two() {
     let mut brokers = Vec::new();
     for (server, counter_b) in [(&a, 2), (&b, 1)] {
         let mut conn = server.client().await;
-        register_broker_a(&mut conn).await;
-        register(
-            &mut conn,
-            "broker-b",
-            "10.0.0.2:10911",
-            "0",
-            counter_b,
-            &["TopicA", "TopicB"],
-        )
-        .await;
+        register_a_and_b(&mut conn, counter_b).await;
         brokers.push(conn);
     }
     let heard = b
@@ -153,16 +158,7 @@ async fn three_nodes_and_a_broker_that_registers_with_two() {
 
     // The broker registers with the third node: the divergence ends.
     let mut conn = c.client().await;
-    register_broker_a(&mut conn).await;
-    register(
-        &mut conn,
-        "broker-b",
-        "10.0.0.2:10911",
-        "0",
-        2,
-        &["TopicA", "TopicB"],
-    )
-    .await;
+    register_a_and_b(&mut conn, 2).await;
     report_until(&a, |r| settled(r) && r.divergent.len() == 1).await;
     report_until(&b, |r| settled(r) && r.divergent.is_empty()).await;
     drop((brokers, conn));

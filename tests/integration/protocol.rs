@@ -5,7 +5,7 @@ use bytes::BytesMut;
 use namesrv::protocol::code::{request, response};
 use namesrv::protocol::{RemotingCommand, SerializeType, encode_frame};
 
-use crate::harness::{TestClient, TestServer, body_text};
+use crate::harness::{TestClient, TestServer, body_text, get_kv};
 
 #[tokio::test]
 async fn unknown_codes_get_code_3_with_javas_remark_in_both_encodings() {
@@ -39,13 +39,7 @@ async fn one_way_requests_are_processed_but_not_answered() {
     unknown.flag |= namesrv::protocol::code::FLAG_ONEWAY;
     client.send(&unknown).await;
     // The next two-way request's answer is the next frame: nothing was sent for the others.
-    let resp = client
-        .call(
-            request::GET_KV_CONFIG,
-            &[("namespace", "ns"), ("key", "k")],
-            None,
-        )
-        .await;
+    let resp = get_kv(&mut client, "ns", "k").await;
     assert_eq!(resp.ext("value"), Some("v"));
 }
 
@@ -96,13 +90,7 @@ async fn json_headers_are_read_leniently() {
     client.send_raw(&frame).await;
     let resp = client.recv().await.unwrap();
     assert_eq!((resp.code, resp.opaque), (0, 42));
-    let resp = client
-        .call(
-            request::GET_KV_CONFIG,
-            &[("namespace", "ns"), ("key", "7")],
-            None,
-        )
-        .await;
+    let resp = get_kv(&mut client, "ns", "7").await;
     assert_eq!(resp.ext("value"), Some("true"));
 }
 

@@ -5,14 +5,23 @@
 
 use namesrv::protocol::code::request;
 
+use crate::harness::spawned::{self, Spawned};
 use crate::harness::{TestClient, body_text};
-use crate::spawned::{self, Spawned};
 
 async fn config_value(addr: std::net::SocketAddr, key: &str) -> Option<String> {
     let mut client = TestClient::connect(addr).await;
     let body = body_text(&client.call(request::GET_NAMESRV_CONFIG, &[], None).await);
     body.lines()
         .find_map(|l| l.strip_prefix(&format!("{key}=")).map(str::to_owned))
+}
+
+/// Asserts that the server at `addr` reports `key=expected`.
+async fn assert_config(addr: std::net::SocketAddr, key: &str, expected: &str) {
+    assert_eq!(
+        config_value(addr, key).await.as_deref(),
+        Some(expected),
+        "{key}"
+    );
 }
 
 /// Sends SIGHUP and waits for the reload's log line number `nth` (1-based) containing `needle`.
@@ -37,12 +46,7 @@ async fn sighup_applies_live_keys_and_names_the_others() {
     let dir = tempfile::tempdir().unwrap();
     let conf = spawned::config(dir.path(), "orderMessageEnable=false");
     let mut server = Spawned::start(&conf, dir.path(), &[]);
-    assert_eq!(
-        config_value(server.addr, "orderMessageEnable")
-            .await
-            .as_deref(),
-        Some("false")
-    );
+    assert_config(server.addr, "orderMessageEnable", "false").await;
 
     spawned::config(
         dir.path(),
@@ -53,18 +57,8 @@ async fn sighup_applies_live_keys_and_names_the_others() {
         line.contains("orderMessageEnable") && line.contains("evictionProtectionMinBrokers"),
         "{line}"
     );
-    assert_eq!(
-        config_value(server.addr, "orderMessageEnable")
-            .await
-            .as_deref(),
-        Some("true")
-    );
-    assert_eq!(
-        config_value(server.addr, "evictionProtectionMinBrokers")
-            .await
-            .as_deref(),
-        Some("7")
-    );
+    assert_config(server.addr, "orderMessageEnable", "true").await;
+    assert_config(server.addr, "evictionProtectionMinBrokers", "7").await;
     let log = server.log_text();
     let restart = log
         .lines()
@@ -90,24 +84,14 @@ async fn sighup_applies_live_keys_and_names_the_others() {
         line.contains(&file) && line.contains("waitSecondsForService") && line.contains("abc"),
         "{line}"
     );
-    assert_eq!(
-        config_value(server.addr, "orderMessageEnable")
-            .await
-            .as_deref(),
-        Some("true")
-    );
+    assert_config(server.addr, "orderMessageEnable", "true").await;
     // Neither does one UPDATE_NAMESRV_CONFIG would refuse.
     spawned::config(
         dir.path(),
         "orderMessageEnable=false\nwaitSecondsForService=-5",
     );
     hup_and_wait(&mut server, "config reload failed", 2);
-    assert_eq!(
-        config_value(server.addr, "orderMessageEnable")
-            .await
-            .as_deref(),
-        Some("true")
-    );
+    assert_config(server.addr, "orderMessageEnable", "true").await;
     server.signal("TERM");
     assert!(server.wait_exit().success());
 }
@@ -127,12 +111,7 @@ async fn a_sighup_storm_is_survived() {
         .wait_for_log("config reloaded: applied")
         .expect("reloaded");
     // Still serving, with the new value; the storm coalesced into a few reloads.
-    assert_eq!(
-        config_value(server.addr, "orderMessageEnable")
-            .await
-            .as_deref(),
-        Some("true")
-    );
+    assert_config(server.addr, "orderMessageEnable", "true").await;
     std::thread::sleep(std::time::Duration::from_millis(300));
     let reloads = server.log_text().matches("config reload").count();
     assert!(

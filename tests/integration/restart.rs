@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use namesrv::protocol::code::{request, response};
+use namesrv::protocol::code::response;
 
-use crate::harness::{TestClient, TestServer, body_text, register, route};
+use crate::harness::{TestClient, TestServer, body_text, cluster_info, register_master, route};
 
 const BROKERS: [(&str, &str); 3] = [
     ("broker-a", "10.0.0.1:10911"),
@@ -60,9 +60,7 @@ async fn poll(client: &mut TestClient, t: u64) -> Seen {
 }
 
 async fn brokers_known(client: &mut TestClient) -> usize {
-    let resp = client
-        .call(request::GET_BROKER_CLUSTER_INFO, &[], None)
-        .await;
+    let resp = cluster_info(client).await;
     let text = body_text(&resp);
     BROKERS
         .iter()
@@ -88,7 +86,7 @@ async fn serve_cluster(server: &TestServer, start: u64, seconds: u64) -> (Vec<Se
         for (i, (name, addr)) in BROKERS.iter().enumerate() {
             if t % PERIOD_S == 10 * i as u64 {
                 let topics = ["TopicShared", &format!("Topic-{name}")];
-                register(&mut brokers[i], name, addr, "0", 1, &topics).await;
+                register_master(&mut brokers[i], name, addr, &topics).await;
             }
         }
         seen.push(poll(&mut client, t).await);

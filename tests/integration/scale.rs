@@ -5,7 +5,7 @@ use std::io::Write;
 
 use namesrv::protocol::code::{request, response};
 
-use crate::harness::{TestServer, body_text, register_ext, route};
+use crate::harness::{TestServer, body_text, register_ext, register_raw, route};
 
 const TOPICS: usize = 200_000;
 
@@ -65,13 +65,7 @@ async fn two_hundred_thousand_topics_in_one_registration() {
     // Raised, it is accepted, and so is the compressed form.
     let server = TestServer::with_properties("frameMaxLength=67108864").await;
     let mut broker = server.client().await;
-    let resp = broker
-        .call(
-            request::REGISTER_BROKER,
-            &register_ext("big", "10.0.0.1:10911", "0"),
-            Some(&body),
-        )
-        .await;
+    let resp = register_raw(&mut broker, ("big", "10.0.0.1:10911", "0"), &body).await;
     assert_eq!(resp.code, 0, "{:?}", resp.remark);
     let zipped = compressed_body(TOPICS);
     let mut ext = register_ext("zipped", "10.0.0.2:10911", "0");

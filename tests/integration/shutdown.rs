@@ -78,22 +78,18 @@ async fn a_peer_that_never_reads_cannot_hold_shutdown_beyond_the_grace_period() 
 #[test]
 fn a_signal_right_after_the_boot_line_stops_the_server_gracefully() {
     use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     for _ in 0..10 {
         let dir = tempfile::tempdir().unwrap();
-        let conf = crate::spawned::config(dir.path(), "");
-        let mut child = Command::new(crate::spawned::BIN)
-            .arg("-c")
-            .arg(&conf)
-            .env("HOME", dir.path())
-            .env_remove("ROCKETMQ_HOME")
-            .stdin(Stdio::null())
+        let conf = crate::harness::process::private_config(dir.path());
+        let mut child = crate::harness::process::command(&conf, dir.path())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let booted = lines.any(|l| l.is_ok_and(|l| l.starts_with("The Name Server boot success")));
+        let booted =
+            lines.any(|l| l.is_ok_and(|l| l.starts_with(crate::harness::process::BOOT_LINE)));
         assert!(booted, "no boot line");
         // At once, as a supervisor that waits for the line might.
         let pid = nix::unistd::Pid::from_raw(child.id() as i32);

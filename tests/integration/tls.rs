@@ -15,7 +15,10 @@ use namesrv::tls::TlsSettings;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
-use crate::harness::{Options, TestClient, TestServer, register, route, tls_client_config};
+use crate::harness::{
+    Options, TestClient, TestServer, cluster_info, register_master, route, tls_client_config,
+    tls_client_with,
+};
 
 /// Certificates made with the `openssl` CLI in a temporary directory.
 pub struct Pki {
@@ -191,12 +194,10 @@ async fn tls_client(server: &TestServer) -> TestClient {
 async fn a_default_server_serves_tls_and_plaintext_on_one_port() {
     let server = TestServer::start().await;
     let mut plain = server.client().await;
-    register(
+    register_master(
         &mut plain,
         "broker-a",
         "127.0.0.1:10911",
-        "0",
-        1,
         &["TopicT", "TopicU"],
     )
     .await;
@@ -205,7 +206,7 @@ async fn a_default_server_serves_tls_and_plaintext_on_one_port() {
     let over_plain = route(&mut plain, "TopicT").await;
     assert_eq!(over_tls.code, 0);
     assert_eq!(over_tls.body, over_plain.body, "the same bytes inside TLS");
-    let info = tls.call(request::GET_BROKER_CLUSTER_INFO, &[], None).await;
+    let info = cluster_info(&mut tls).await;
     assert_eq!(info.code, 0);
     let metrics = server.state.metrics();
     assert_eq!(metrics.preludes(namesrv::metrics::Prelude::TlsHandshake), 1);
@@ -223,24 +224,13 @@ async fn enforcing_closes_plaintext_and_disabled_closes_tls_without_a_frame() {
     plain.send(&cmd).await;
     assert!(plain.closed_without_reply().await);
     let mut tls = tls_client(&server).await;
-    assert_eq!(
-        tls.call(request::GET_BROKER_CLUSTER_INFO, &[], None)
-            .await
-            .code,
-        0
-    );
+    assert_eq!(cluster_info(&mut tls).await.code, 0);
 
     let server = server_with("tls.server.mode=disabled\n").await;
     let refused = TestClient::connect_tls(server.addr, tls_client_config(), b"").await;
     assert!(refused.is_err(), "the handshake sees EOF");
     let mut plain = server.client().await;
-    assert_eq!(
-        plain
-            .call(request::GET_BROKER_CLUSTER_INFO, &[], None)
-            .await
-            .code,
-        0
-    );
+    assert_eq!(cluster_info(&mut plain).await.code, 0);
 }
 
 #[tokio::test]
@@ -291,16 +281,8 @@ async fn a_ca_signed_chain_and_an_encrypted_key_from_tls_config_file() {
         client_trust_cert_path: Some(pki.path("ca.pem")),
         ..TlsSettings::default()
     };
-    let config = Arc::new(namesrv::tls::client::client_config(&verifying).unwrap());
-    let mut c = TestClient::connect_tls(server.addr, config, b"")
-        .await
-        .unwrap();
-    assert_eq!(
-        c.call(request::GET_BROKER_CLUSTER_INFO, &[], None)
-            .await
-            .code,
-        0
-    );
+    let mut c = tls_client_with(server.addr, &verifying).await;
+    assert_eq!(cluster_info(&mut c).await.code, 0);
     // The same client refuses a server whose certificate the CA did not sign.
     let rogue = server_with(&pki.server_properties("rogue")).await;
     let config = Arc::new(namesrv::tls::client::client_config(&verifying).unwrap());
@@ -384,7 +366,7 @@ async fn missing_or_unusable_material_is_a_start_up_error_naming_key_and_file() 
 
 #[tokio::test]
 async fn the_binary_refuses_to_start_and_p_never_prints_a_password() {
-    const BIN: &str = env!("CARGO_BIN_EXE_namesrv");
+    use crate::harness::process::BIN;
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("namesrv.conf");
     std::fs::write(
@@ -508,16 +490,8 @@ async fn mutual_tls_with_openssl_s_client_and_rustls() {
         client_key_password: Some("pw".into()),
         ..TlsSettings::default()
     };
-    let config = Arc::new(namesrv::tls::client::client_config(&settings).unwrap());
-    let mut c = TestClient::connect_tls(server.addr, config, b"")
-        .await
-        .unwrap();
-    assert_eq!(
-        c.call(request::GET_BROKER_CLUSTER_INFO, &[], None)
-            .await
-            .code,
-        0
-    );
+    let mut c = tls_client_with(server.addr, &settings).await;
+    assert_eq!(cluster_info(&mut c).await.code, 0);
 
     // optional: no certificate is fine; authClient=false: any certificate is fine.
     let mut props = pki.server_properties("server");
@@ -558,12 +532,7 @@ async fn certificates_rotate_without_restart_and_a_broken_file_keeps_the_old_one
     let tls = server.prelude().tls().unwrap().clone();
     assert_eq!(presented(&server).await, pki.der("live.pem"));
     let mut old = tls_client(&server).await;
-    assert_eq!(
-        old.call(request::GET_BROKER_CLUSTER_INFO, &[], None)
-            .await
-            .code,
-        0
-    );
+    assert_eq!(cluster_info(&mut old).await.code, 0);
 
     // SIGHUP (the reload request it makes): new connections get the new certificate.
     replace(&pki, "second", "live");
@@ -571,9 +540,7 @@ async fn certificates_rotate_without_restart_and_a_broken_file_keeps_the_old_one
     assert!(eventually(5, || tls.stats().reloads == 1).await);
     assert_eq!(presented(&server).await, pki.der("second.pem"));
     assert_eq!(
-        old.call(request::GET_BROKER_CLUSTER_INFO, &[], None)
-            .await
-            .code,
+        cluster_info(&mut old).await.code,
         0,
         "existing connection untouched"
     );

@@ -1,9 +1,13 @@
 //! Topic listings and operator changes over TCP: every topic code, the enable switches, write
 //! permissions and topic deletion/registration.
 
+use namesrv::protocol::RemotingCommand;
 use namesrv::protocol::code::{request, response};
 
-use crate::harness::{TestClient, TestServer, body_text, register_broker_a, register_ext, route};
+use crate::harness::{
+    TestClient, TestServer, body_text, cluster_info, register_broker_a, register_ext, route,
+    update_config,
+};
 
 async fn cluster_with_two_brokers(server: &TestServer) -> TestClient {
     let mut c = server.client().await;
@@ -31,6 +35,11 @@ fn topics_of(text: &str) -> Vec<String> {
         .collect();
     t.sort();
     t
+}
+
+/// WIPE_ or ADD_WRITE_PERM_OF_BROKER (`code`) for `broker`.
+async fn write_perm(c: &mut TestClient, code: i32, broker: &str) -> RemotingCommand {
+    c.call(code, &[("brokerName", broker)], None).await
 }
 
 #[tokio::test]
@@ -73,7 +82,7 @@ async fn topic_lists() {
         let resp = c.call(code, &[], None).await;
         assert_eq!(topics_of(&body_text(&resp)), expected, "code {code}");
     }
-    let info = c.call(request::GET_BROKER_CLUSTER_INFO, &[], None).await;
+    let info = cluster_info(&mut c).await;
     let text = body_text(&info);
     assert!(
         text.contains(r#""broker-a":{"brokerAddrs":{0:"10.0.0.1:10911"}"#),
@@ -86,13 +95,7 @@ async fn topic_lists() {
 async fn topic_lists_can_be_disabled_at_run_time() {
     let server = TestServer::start().await;
     let mut c = cluster_with_two_brokers(&server).await;
-    let upd = c
-        .call(
-            request::UPDATE_NAMESRV_CONFIG,
-            &[],
-            Some(b"enableAllTopicList=false\nenableTopicList=false"),
-        )
-        .await;
+    let upd = update_config(&mut c, "enableAllTopicList=false\nenableTopicList=false").await;
     assert_eq!(upd.code, 0);
     for (code, ext) in [
         (request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER, vec![]),
@@ -124,31 +127,13 @@ async fn topic_lists_can_be_disabled_at_run_time() {
 async fn write_permission_wipe_and_restore() {
     let server = TestServer::start().await;
     let mut c = cluster_with_two_brokers(&server).await;
-    let wipe = c
-        .call(
-            request::WIPE_WRITE_PERM_OF_BROKER,
-            &[("brokerName", "broker-a")],
-            None,
-        )
-        .await;
+    let wipe = write_perm(&mut c, request::WIPE_WRITE_PERM_OF_BROKER, "broker-a").await;
     assert_eq!(wipe.ext("wipeTopicCount"), Some("2"));
     assert!(body_text(&route(&mut c, "TopicA").await).contains(r#""perm":4"#));
-    let add = c
-        .call(
-            request::ADD_WRITE_PERM_OF_BROKER,
-            &[("brokerName", "broker-a")],
-            None,
-        )
-        .await;
+    let add = write_perm(&mut c, request::ADD_WRITE_PERM_OF_BROKER, "broker-a").await;
     assert_eq!(add.ext("addTopicCount"), Some("2"));
     assert!(body_text(&route(&mut c, "TopicA").await).contains(r#""perm":6"#));
-    let none = c
-        .call(
-            request::WIPE_WRITE_PERM_OF_BROKER,
-            &[("brokerName", "ghost")],
-            None,
-        )
-        .await;
+    let none = write_perm(&mut c, request::WIPE_WRITE_PERM_OF_BROKER, "ghost").await;
     assert_eq!(none.ext("wipeTopicCount"), Some("0"));
 }
 

@@ -18,8 +18,8 @@ use namesrv::protocol::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::harness::spawned::{self, Spawned};
 use crate::harness::{TestClient, register_broker_a, route};
-use crate::spawned::{self, Spawned};
 
 #[derive(Default)]
 struct Tally {
@@ -296,7 +296,10 @@ async fn the_script_upgrades_the_running_server_in_place() {
         said.contains(&format!("pid {old} handed over to pid {new}")),
         "{said}"
     );
-    assert!(!crate::cli::alive(old), "the old server is gone");
+    assert!(
+        !crate::harness::process::alive(old),
+        "the old server is gone"
+    );
     let mut client = TestClient::connect(addr).await;
     assert_eq!(
         route(&mut client, "TopicA").await.code,

@@ -6,8 +6,11 @@ use std::time::Duration;
 
 use namesrv::protocol::code::{request, response};
 
-use crate::harness::{Options, TestClient, TestServer, body_text, qdv_ext, register, route};
-use crate::spawned::{self, Spawned};
+use crate::harness::spawned::{self, Spawned};
+use crate::harness::{
+    Options, TestClient, TestServer, body_text, cluster_info, query_data_version, register,
+    register_master, route,
+};
 
 const TOPICS: [&str; 3] = ["TopicA", "TopicB", "TopicC"];
 
@@ -18,9 +21,7 @@ async fn view(client: &mut TestClient) -> Vec<String> {
         let resp = route(client, topic).await;
         seen.push(format!("{} {}", resp.code, body_text(&resp)));
     }
-    let info = client
-        .call(request::GET_BROKER_CLUSTER_INFO, &[], None)
-        .await;
+    let info = cluster_info(client).await;
     seen.push(body_text(&info));
     seen
 }
@@ -65,21 +66,13 @@ async fn routes_survive_a_graceful_restart_unchanged() {
     );
     // The restored data version: an unchanged broker is told nothing changed.
     let mut broker = second.client().await;
-    let qdv = broker
-        .call(
-            request::QUERY_DATA_VERSION,
-            &qdv_ext("broker-a", "10.0.0.1:10911"),
-            Some(br#"{"counter":3,"stateVersion":0,"timestamp":1700000000000}"#),
-        )
-        .await;
+    let qdv = query_data_version(&mut broker, "broker-a", "10.0.0.1:10911", 3).await;
     assert_eq!(qdv.ext("changed"), Some("false"));
     // That request also bound the restored broker to this connection: closing it
     // unregisters the broker at once, as before the restart.
     drop(broker);
     for _ in 0..500 {
-        let info = client
-            .call(request::GET_BROKER_CLUSTER_INFO, &[], None)
-            .await;
+        let info = cluster_info(&mut client).await;
         if !body_text(&info).contains("broker-a") {
             return;
         }
@@ -175,7 +168,7 @@ async fn a_damaged_snapshot_is_logged_and_the_server_starts_empty() {
             route(&mut client, "TopicA").await.code,
             response::TOPIC_NOT_EXIST
         );
-        register(&mut client, "broker-a", "10.0.0.1:10911", "0", 1, &TOPICS).await;
+        register_master(&mut client, "broker-a", "10.0.0.1:10911", &TOPICS).await;
         assert_eq!(route(&mut client, "TopicA").await.code, 0, "{why}");
         server.signal("TERM");
         assert!(server.wait_exit().success());
@@ -196,7 +189,7 @@ async fn an_unwritable_snapshot_directory_is_logged_and_survived() {
     let conf = spawned::config(dir.path(), &extra);
     let mut server = Spawned::start(&conf, dir.path(), &[]);
     let mut client = TestClient::connect(server.addr).await;
-    register(&mut client, "broker-a", "10.0.0.1:10911", "0", 1, &TOPICS).await;
+    register_master(&mut client, "broker-a", "10.0.0.1:10911", &TOPICS).await;
     assert!(
         server
             .wait_for_log("cannot write the route snapshot")

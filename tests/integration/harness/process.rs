@@ -1,10 +1,13 @@
-//! The built `namesrv` binary as a child process, for tests that need a real process: kill -9,
-//! resident memory, exit codes.
+//! The built `namesrv` binary as a child process, for tests that need a real process (kill -9,
+//! signals, resident memory, exit codes, two servers on one port): the binary's path, its
+//! hermetic command line, the boot line and the address it names, waiting with a bound, and
+//! killing by pid. [`Server`] reads the boot line from stdout and keeps stderr; the log-reading
+//! variant is [`super::spawned::Spawned`].
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
-use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -13,17 +16,145 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_namesrv");
 pub const BOOT_LINE: &str = "The Name Server boot success.";
 /// Bound on anything a test waits for; reaching it is a failure, not a timing assertion.
 pub const PATIENCE: Duration = Duration::from_secs(60);
+
 /// The binary with `-c conf`, `HOME=home` and nothing inherited that changes its behaviour.
 pub fn command(conf: &Path, home: &Path) -> Command {
+    let mut cmd = namesrv(home);
+    cmd.arg("-c").arg(conf).stdin(Stdio::null());
+    cmd
+}
+
+/// A child process that is killed and reaped when the guard goes away.
+pub struct Reaped(pub Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Whether `pid` is running (an exited process nobody has reaped yet does not count).
+pub fn alive(pid: u32) -> bool {
+    let out = Command::new("ps")
+        .args(["-p", &pid.to_string(), "-o", "stat="])
+        .output()
+        .expect("ps runs");
+    let stat = String::from_utf8_lossy(&out.stdout);
+    let stat = stat.trim();
+    !stat.is_empty() && !stat.starts_with('Z')
+}
+
+/// The binary with a hermetic environment: `HOME` is `home`, nothing inherited that
+/// changes its behaviour.
+pub fn namesrv(home: &Path) -> Command {
     let mut cmd = Command::new(BIN);
-    cmd.arg("-c")
-        .arg(conf)
-        .env("HOME", home)
+    cmd.env("HOME", home)
         .env_remove("ROCKETMQ_HOME")
         .env_remove("ROCKETMQ_SERIALIZE_TYPE")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null());
+        .env_remove("RUST_LOG");
     cmd
+}
+
+/// Collects everything `from` yields, on a thread of its own.
+fn read_all(mut from: impl Read + Send + 'static) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = from.read_to_end(&mut buf);
+        let _ = tx.send(buf);
+    });
+    rx
+}
+
+/// Waits for `child` to exit, at most `limit`.
+pub fn wait_exit(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Runs `cmd` to completion with its output captured; fails the test if it takes longer
+/// than [`PATIENCE`] or leaves its output pipes open (a background process holding them).
+pub fn run(mut cmd: Command) -> Output {
+    let shown = format!("{cmd:?}");
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = Reaped(cmd.spawn().unwrap());
+    let stdout = read_all(child.0.stdout.take().unwrap());
+    let stderr = read_all(child.0.stderr.take().unwrap());
+    let status = wait_exit(&mut child.0, PATIENCE)
+        .unwrap_or_else(|| panic!("{shown} still running after {PATIENCE:?}"));
+    let collect = |rx: mpsc::Receiver<Vec<u8>>| {
+        rx.recv_timeout(PATIENCE)
+            .unwrap_or_else(|_| panic!("{shown}: output still open after exit"))
+    };
+    Output {
+        status,
+        stdout: collect(stdout),
+        stderr: collect(stderr),
+    }
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs the binary (hermetic, `HOME=home`) with `args`, then `-c conf` when given, to
+/// completion as [`run`] does.
+pub fn run_namesrv(home: &Path, args: &[&str], conf: Option<&Path>) -> Output {
+    let mut cmd = namesrv(home);
+    cmd.args(args);
+    if let Some(conf) = conf {
+        cmd.arg("-c").arg(conf);
+    }
+    run(cmd)
+}
+
+/// Writes `namesrv.conf` in `dir`: loopback, any free port, files under `dir/store`, plus
+/// `extra` properties lines.
+pub fn config(dir: &Path, extra: &str) -> PathBuf {
+    let conf = dir.join("namesrv.conf");
+    let text = format!(
+        "bindAddress=127.0.0.1\nlistenPort=0\nkvConfigPath={}\nshutdownGracePeriodMillis=2000\n{extra}\n",
+        dir.join("store").join("kvConfig.json").display()
+    );
+    std::fs::write(&conf, text).unwrap();
+    conf
+}
+
+/// [`config`] with nothing extra: a private server.
+pub fn private_config(dir: &Path) -> PathBuf {
+    config(dir, "")
+}
+
+/// The listening address announced by a boot line.
+pub fn boot_addr(line: &str) -> SocketAddr {
+    let at = line
+        .find("address ")
+        .expect("the boot line names the address");
+    line[at + "address ".len()..].trim().parse().unwrap()
+}
+
+/// Sends SIGTERM to `pid` with kill(1).
+pub fn terminate(pid: u32) {
+    let status = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -TERM {pid}");
 }
 
 /// The `namesrv` binary as a child process; killed and reaped when dropped.
@@ -82,11 +213,7 @@ impl Server {
         };
         match rx.recv_timeout(PATIENCE) {
             Ok(line) => {
-                let at = line
-                    .find("address ")
-                    .expect("the boot line names the address");
-                let addr = line[at + "address ".len()..].trim().parse();
-                server.addr = Some(addr.expect("the boot line's address parses"));
+                server.addr = Some(boot_addr(&line));
                 Started::Up(server)
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {

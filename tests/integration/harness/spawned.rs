@@ -1,20 +1,18 @@
-//! The built `namesrv` binary as a child process: started on a config file, its boot line
+//! The built `namesrv` binary as a child process whose log tests read: started on a config file, its boot line
 //! read for the address, its log (stderr) collected line by line, signalled and killed by
 //! pid. For the tests that need a real process: kill -9, signals, two servers on one port.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_namesrv");
-const BOOT_LINE: &str = "The Name Server boot success.";
-/// Bound on anything a test waits for; reaching it is a failure, not a timing assertion.
-pub const PATIENCE: Duration = Duration::from_secs(60);
+pub use super::process::{BIN, PATIENCE, config};
+use super::process::{BOOT_LINE, boot_addr, namesrv};
 
 /// A running `namesrv` process, killed and reaped when dropped.
 pub struct Spawned {
@@ -23,29 +21,14 @@ pub struct Spawned {
     log: Arc<Mutex<Vec<String>>>,
 }
 
-/// Writes `namesrv.conf` in `dir`: loopback, any free port, files under `dir/store`, plus
-/// `extra` properties lines.
-pub fn config(dir: &Path, extra: &str) -> PathBuf {
-    let conf = dir.join("namesrv.conf");
-    let text = format!(
-        "bindAddress=127.0.0.1\nlistenPort=0\nkvConfigPath={}\nshutdownGracePeriodMillis=2000\n{extra}\n",
-        dir.join("store").join("kvConfig.json").display()
-    );
-    std::fs::write(&conf, text).unwrap();
-    conf
-}
-
 impl Spawned {
     /// Starts the binary with `-c conf` and `args`, `HOME` set to `home`, and waits for its
     /// boot line.
     pub fn start(conf: &Path, home: &Path, args: &[&str]) -> Spawned {
-        let mut cmd = Command::new(BIN);
+        let mut cmd = namesrv(home);
         cmd.arg("-c")
             .arg(conf)
             .args(args)
-            .env("HOME", home)
-            .env_remove("ROCKETMQ_HOME")
-            .env_remove("ROCKETMQ_SERIALIZE_TYPE")
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -72,10 +55,7 @@ impl Spawned {
         let line = spawned
             .wait_for(|l| l.starts_with(BOOT_LINE))
             .unwrap_or_else(|| panic!("no boot line; log:\n{}", spawned.log_text()));
-        let at = line
-            .find("address ")
-            .expect("the boot line names the address");
-        spawned.addr = line[at + "address ".len()..].trim().parse().unwrap();
+        spawned.addr = boot_addr(&line);
         spawned
     }
 

@@ -3,43 +3,59 @@
 //! Thousands of clients keep a connection to the name server and ask for routes only every
 //! 30 s, so a connection that is waiting for its next request must not keep its read or write
 //! buffer. This counts heap bytes, not time, so it is deterministic on a noisy machine.
-
-#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+//!
+//! The other tests of this binary run at the same time, so the allocator counts only what the
+//! threads of one runtime allocate and free: the runtime the measured server runs on, and
+//! nothing else. The clients connect from the test's own thread and are not counted.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
 use std::time::Duration;
 
 use bytes::BytesMut;
-use namesrv::auth::Gate;
-use namesrv::config::{Config, Env};
-use namesrv::kv::KvStore;
 use namesrv::protocol::{RemotingCommand, SerializeType, encode_frame};
-use namesrv::server::prelude::Prelude;
-use namesrv::server::{self, Handles, Server, ServerConfig};
-use namesrv::state::Namesrv;
 use namesrv::tls::TlsSettings;
+
+use crate::harness::TestServer;
 
 struct Counting;
 
+/// Live heap bytes of the counted threads.
 static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+thread_local! {
+    /// Whether this thread is one of the measured server's. Const-initialised without a
+    /// destructor, so reading it never allocates and works while a thread exits.
+    static COUNTED: Cell<bool> = const { Cell::new(false) };
+}
+
+fn counted() -> bool {
+    COUNTED.try_with(Cell::get).unwrap_or(false)
+}
+
+fn count(bytes: isize) {
+    if counted() {
+        LIVE.fetch_add(bytes, Relaxed);
+    }
+}
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Relaxed);
+        count(layout.size() as isize);
         unsafe { System.alloc(layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Relaxed);
+        count(layout.size() as isize);
         unsafe { System.alloc_zeroed(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Relaxed);
+        count(-(layout.size() as isize));
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size as isize - layout.size() as isize, Relaxed);
+        count(new_size as isize - layout.size() as isize);
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
@@ -54,10 +70,10 @@ const MAX_BYTES_PER_IDLE_CONNECTION: isize = 3 * 1024;
 
 /// Live heap bytes once they stop changing (the server finishes each connection's request
 /// after the client has read the response).
-async fn settled_live() -> isize {
+fn settled_live() -> isize {
     let mut last = LIVE.load(Relaxed);
     for _ in 0..100 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        std::thread::sleep(Duration::from_millis(20));
         let now = LIVE.load(Relaxed);
         if now == last {
             return now;
@@ -67,36 +83,20 @@ async fn settled_live() -> isize {
     last
 }
 
-/// A server in the default TLS mode (permissive, test-mode certificate); returns its address
-/// and a handle that stops it.
-async fn start_server(
-    home: &std::path::Path,
-) -> (
-    std::net::SocketAddr,
-    tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<std::io::Result<()>>,
-) {
-    let env = Env {
-        home: home.display().to_string(),
-        rocketmq_home: None,
-    };
-    let config = Config::load(None, &env).unwrap();
-    let kv = KvStore::open(std::path::PathBuf::from(&config.settings.kv_config_path)).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server_config = ServerConfig::from_settings(&config.settings, SerializeType::Json);
-    let tls = TlsSettings {
-        config_file: home.join("absent-tls.properties"),
-        ..TlsSettings::default()
-    };
-    let prelude = Prelude::load(&tls, &config.settings).unwrap();
-    let server_config = Server::new(server_config, Handles::new(Gate::off(), prelude));
-    let state = Namesrv::new(config, kv);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(server::run(listener, state, server_config, async {
-        let _ = stopped.await;
-    }));
-    (addr, stop, server)
+/// A test server in the default TLS mode (permissive, test-mode certificate) on a runtime of
+/// its own whose threads are counted.
+fn start_server() -> (tokio::runtime::Runtime, TestServer) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .on_thread_start(|| COUNTED.with(|c| c.set(true)))
+        .enable_all()
+        .build()
+        .unwrap();
+    // Started on a worker, so that what it allocates is counted when it is freed.
+    let server = runtime
+        .block_on(async { tokio::spawn(TestServer::start()).await })
+        .unwrap();
+    (runtime, server)
 }
 
 /// GET_NAMESRV_CONFIG: a response of a couple of kilobytes, so a kept write buffer shows.
@@ -124,18 +124,13 @@ trait ReadWrite: Read + Write {}
 impl<T: Read + Write> ReadWrite for T {}
 
 /// Live heap bytes each of `CONNECTIONS` connections made by `open` keeps once idle.
-async fn per_idle_connection<S: Send + 'static>(
-    open: impl Fn() -> S + Clone + Send + 'static,
-) -> isize {
+fn per_idle_connection<S>(open: impl Fn() -> S) -> isize {
     // One connection first, so one-time allocations (lazily built tables, thread-locals)
     // are not charged to the others.
-    let first = tokio::task::spawn_blocking(open.clone()).await.unwrap();
-    let before = settled_live().await;
-    let streams =
-        tokio::task::spawn_blocking(move || (0..CONNECTIONS).map(|_| open()).collect::<Vec<_>>())
-            .await
-            .unwrap();
-    let after = settled_live().await;
+    let first = open();
+    let before = settled_live();
+    let streams: Vec<S> = (0..CONNECTIONS).map(|_| open()).collect();
+    let after = settled_live();
     drop((first, streams));
     (after - before) / CONNECTIONS as isize
 }
@@ -145,21 +140,16 @@ async fn per_idle_connection<S: Send + 'static>(
 /// are freed as for plaintext.
 const MAX_BYTES_PER_IDLE_TLS_CONNECTION: isize = 16 * 1024;
 
-// One test, so that nothing else allocates while it counts.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_idle_connection_keeps_no_buffers_plain_or_tls() {
-    let home = tempfile::tempdir().unwrap();
-    let (addr, stop, server) = start_server(home.path()).await;
+#[test]
+fn an_idle_connection_keeps_no_buffers_plain_or_tls() {
+    let (runtime, server) = start_server();
+    let addr = server.addr;
     let request = config_request();
-    let plain = per_idle_connection({
-        let request = request.clone();
-        move || {
-            let mut stream = std::net::TcpStream::connect(addr).unwrap();
-            ask(&mut stream, &request);
-            stream
-        }
-    })
-    .await;
+    let plain = per_idle_connection(|| {
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        ask(&mut stream, &request);
+        stream
+    });
     println!("{plain} heap bytes per idle connection");
     assert!(
         plain <= MAX_BYTES_PER_IDLE_CONNECTION,
@@ -168,7 +158,7 @@ async fn an_idle_connection_keeps_no_buffers_plain_or_tls() {
 
     let client =
         std::sync::Arc::new(namesrv::tls::client::client_config(&TlsSettings::default()).unwrap());
-    let tls = per_idle_connection(move || {
+    let tls = per_idle_connection(|| {
         let tcp = std::net::TcpStream::connect(addr).unwrap();
         let name = namesrv::tls::client::server_name(&addr.to_string());
         let session = rustls::ClientConnection::new(client.clone(), name).unwrap();
@@ -176,13 +166,11 @@ async fn an_idle_connection_keeps_no_buffers_plain_or_tls() {
         ask(&mut stream, &request);
         // Only the server's heap counts: free the client's session, keep its socket open.
         stream.sock
-    })
-    .await;
+    });
     println!("{tls} heap bytes per idle TLS connection");
     assert!(
         tls <= MAX_BYTES_PER_IDLE_TLS_CONNECTION,
         "an idle TLS connection keeps {tls} heap bytes (limit {MAX_BYTES_PER_IDLE_TLS_CONNECTION})"
     );
-    stop.send(()).unwrap();
-    server.await.unwrap().unwrap();
+    runtime.block_on(server.stop()).unwrap();
 }

@@ -1,0 +1,24 @@
+//! Shared test harness, by concern: an in-process server on an ephemeral port with its own
+//! temporary home ([`server`]), a raw protocol client ([`client`]), the requests tests send
+//! most ([`requests`]), an HTTP client for the side door ([`http`]), TLS client settings
+//! ([`tls`]) and the built binary as a child process ([`process`]).
+
+#![allow(dead_code)] // each test module uses a different part of the harness
+
+pub mod client;
+pub mod http;
+pub mod process;
+pub mod requests;
+pub mod server;
+pub mod spawned;
+pub mod tls;
+
+pub use client::{TestClient, body_text};
+pub use http::{HttpResponse, http_exchange, http_request, http_request_with};
+pub use requests::{
+    cluster_info, delete_kv, get_kv, put_kv, qdv_ext, query_data_version, register, register_body,
+    register_broker_a, register_ext, register_master, register_raw, register_with, registration,
+    route, update_config,
+};
+pub use server::{Options, TestServer, apply_config};
+pub use tls::{tls_client_config, tls_client_with};
