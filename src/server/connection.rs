@@ -457,13 +457,18 @@ impl Conn<'_> {
 
     /// Runs `job` in `lane` of the blocking pool, unless the budget closes the connection
     /// first: its buffers are then freed at once, not after its turn in the lane.
+    ///
+    /// Boxed: the job (with its request) and the lane's wait are needed only while it runs,
+    /// and must not be part of every connection's task, idle or not, for its whole life. A
+    /// request that runs on the blocking pool costs far more than this allocation.
     async fn offloaded<T: Send + 'static>(
         &self,
         lane: Lane,
         job: impl FnOnce(Instant) -> T + Send + 'static,
     ) -> Result<T, End> {
+        let run = Box::pin(self.server.offload.run(lane, job));
         tokio::select! {
-            done = self.server.offload.run(lane, job) => done.ok_or(End::Cancelled),
+            done = run => done.ok_or(End::Cancelled),
             _ = self.holding.closed() => Err(End::Evicted),
         }
     }

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use namesrv::protocol::{RemotingCommand, SerializeType};
 use namesrv::protocol::code::{FLAG_ONEWAY, FLAG_RESPONSE, request, response};
+use namesrv::protocol::{RemotingCommand, SerializeType};
 use namesrv::server::outbound::OutboundError;
 use namesrv::state::ConnId;
 
