@@ -18,7 +18,7 @@ use tokio::time::Instant;
 use crate::auth::{Access, Gate, Ticket};
 use crate::error::HandlerError;
 use crate::handlers::{Context, Effects, HandlerResult};
-use crate::metrics::{Registration, RequestSeries};
+use crate::metrics::{RegistrationOutcome, RequestSeries};
 use crate::protocol::RemotingCommand;
 use crate::protocol::code::{response, version};
 use crate::state::Namesrv;
@@ -222,7 +222,7 @@ impl Done<'_> {
             Writes::Nothing => {}
             Writes::Registration => metrics.registration(match effects.registration {
                 Some(applied) if success => applied,
-                _ => Registration::Refused,
+                _ => RegistrationOutcome::Refused,
             }),
             // Writes that reached the disk: refused requests (a missing field, a black-listed
             // key) never got that far.

@@ -99,7 +99,7 @@ pub fn register(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
     else {
         return failed("register broker failed");
     };
-    if applied == metrics::Registration::Full {
+    if applied == metrics::RegistrationOutcome::Full {
         // An unchanged registration's cluster was noted when its body was first applied
         // (or its route restored): no lock on the metrics for every heartbeat.
         ctx.state.metrics().note_clusters([header.cluster]);
@@ -161,7 +161,7 @@ fn apply(
     header: &RegisterBrokerHeader<'_>,
     raw: Bytes,
     options: &RegisterOptions,
-) -> Result<(RegisterOutcome, metrics::Registration), HandlerError> {
+) -> Result<(RegisterOutcome, metrics::RegistrationOutcome), HandlerError> {
     let digest = digest(req.version, header.compressed, &raw);
     let unchanged = BodyInput::Unchanged { digest };
     let first = ctx
@@ -169,7 +169,7 @@ fn apply(
         .routes_mut()
         .register(registration, unchanged, &options.table, ctx.now);
     match first {
-        Ok(outcome) => Ok((outcome, metrics::Registration::Unchanged)),
+        Ok(outcome) => Ok((outcome, metrics::RegistrationOutcome::Unchanged)),
         Err(RegisterError::NeedsBody) => {
             let body = decode_body(ctx, req, header, raw, options.max_inflated)?;
             let decoded = BodyInput::Decoded {
@@ -181,7 +181,7 @@ fn apply(
                 .routes_mut()
                 .register(registration, decoded, &options.table, ctx.now)
                 .map_err(bad_body)?;
-            Ok((outcome, metrics::Registration::Full))
+            Ok((outcome, metrics::RegistrationOutcome::Full))
         }
         Err(e) => Err(bad_body(e)),
     }

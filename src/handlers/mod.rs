@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use tokio::time::Instant;
 
 use crate::error::HandlerError;
-use crate::metrics::Registration;
+use crate::metrics::RegistrationOutcome;
 use crate::protocol::RemotingCommand;
 use crate::state::{ConnId, Namesrv};
 
@@ -50,7 +50,7 @@ pub struct Effects {
     /// connection, so that closing the connection unregisters it.
     pub registered_broker: bool,
     /// How a successful REGISTER_BROKER was applied (for the metrics the dispatcher records).
-    pub registration: Option<Registration>,
+    pub registration: Option<RegistrationOutcome>,
 }
 
 /// A handler's answer: the response, and its [`Effects`].

@@ -66,7 +66,7 @@ impl Eviction {
 
 /// How a REGISTER_BROKER ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Registration {
+pub enum RegistrationOutcome {
     /// The body was read and applied.
     Full,
     /// The body was recognised as the one already applied and skipped.
@@ -75,18 +75,18 @@ pub enum Registration {
     Refused,
 }
 
-impl Registration {
-    const ALL: [Registration; 3] = [
-        Registration::Full,
-        Registration::Unchanged,
-        Registration::Refused,
+impl RegistrationOutcome {
+    const ALL: [RegistrationOutcome; 3] = [
+        RegistrationOutcome::Full,
+        RegistrationOutcome::Unchanged,
+        RegistrationOutcome::Refused,
     ];
 
     fn name(self) -> &'static str {
         match self {
-            Registration::Full => "full",
-            Registration::Unchanged => "unchanged",
-            Registration::Refused => "refused",
+            RegistrationOutcome::Full => "full",
+            RegistrationOutcome::Unchanged => "unchanged",
+            RegistrationOutcome::Refused => "refused",
         }
     }
 }
@@ -113,7 +113,7 @@ impl Refusal {
 /// How a connection's prelude (PROXY header, TLS decision, handshake) ended, when it was not
 /// simply a plaintext connection or one that closed or idled before sending anything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Prelude {
+pub enum PreludeOutcome {
     /// A TLS handshake completed.
     TlsHandshake,
     /// A TLS handshake failed (garbage ClientHello, no shared cipher, refused certificate…).
@@ -132,28 +132,28 @@ pub enum Prelude {
     ProxyNotAllowed,
 }
 
-impl Prelude {
-    const ALL: [Prelude; 8] = [
-        Prelude::TlsHandshake,
-        Prelude::TlsError,
-        Prelude::Timeout,
-        Prelude::TlsRefused,
-        Prelude::PlainRefused,
-        Prelude::ProxyHeader,
-        Prelude::ProxyMalformed,
-        Prelude::ProxyNotAllowed,
+impl PreludeOutcome {
+    const ALL: [PreludeOutcome; 8] = [
+        PreludeOutcome::TlsHandshake,
+        PreludeOutcome::TlsError,
+        PreludeOutcome::Timeout,
+        PreludeOutcome::TlsRefused,
+        PreludeOutcome::PlainRefused,
+        PreludeOutcome::ProxyHeader,
+        PreludeOutcome::ProxyMalformed,
+        PreludeOutcome::ProxyNotAllowed,
     ];
     /// The handshake failures, with their `reason` label.
-    const FAILURES: [(Prelude, &'static str); 4] = [
-        (Prelude::TlsError, "tls_error"),
-        (Prelude::Timeout, "timeout"),
-        (Prelude::ProxyMalformed, "proxy_malformed"),
-        (Prelude::ProxyNotAllowed, "proxy_not_allowed"),
+    const FAILURES: [(PreludeOutcome, &'static str); 4] = [
+        (PreludeOutcome::TlsError, "tls_error"),
+        (PreludeOutcome::Timeout, "timeout"),
+        (PreludeOutcome::ProxyMalformed, "proxy_malformed"),
+        (PreludeOutcome::ProxyNotAllowed, "proxy_not_allowed"),
     ];
     /// The mode rejections, with their `reason` label.
-    const MODE_REJECTIONS: [(Prelude, &'static str); 2] = [
-        (Prelude::TlsRefused, "tls_while_disabled"),
-        (Prelude::PlainRefused, "plaintext_while_enforcing"),
+    const MODE_REJECTIONS: [(PreludeOutcome, &'static str); 2] = [
+        (PreludeOutcome::TlsRefused, "tls_while_disabled"),
+        (PreludeOutcome::PlainRefused, "plaintext_while_enforcing"),
     ];
 }
 
@@ -188,9 +188,9 @@ pub struct Metrics {
     connections_open: AtomicI64,
     connections_accepted: AtomicU64,
     connections_refused: [AtomicU64; Refusal::ALL.len()],
-    registrations: [AtomicU64; Registration::ALL.len()],
+    registrations: [AtomicU64; RegistrationOutcome::ALL.len()],
     evictions: [AtomicU64; Eviction::ALL.len()],
-    preludes: [AtomicU64; Prelude::ALL.len()],
+    preludes: [AtomicU64; PreludeOutcome::ALL.len()],
     kv_writes: WriteStats,
     config_writes: WriteStats,
     /// Clusters that have had a series (read and written only when scraped).
@@ -261,7 +261,7 @@ impl Metrics {
     }
 
     /// A REGISTER_BROKER ended as `outcome`.
-    pub fn registration(&self, outcome: Registration) {
+    pub fn registration(&self, outcome: RegistrationOutcome) {
         add(&self.registrations[outcome as usize], 1);
     }
 
@@ -351,17 +351,17 @@ impl Metrics {
     }
 
     /// A connection's prelude ended as `outcome`.
-    pub fn prelude(&self, outcome: Prelude) {
+    pub fn prelude(&self, outcome: PreludeOutcome) {
         add(&self.preludes[outcome as usize], 1);
     }
 
     /// Preludes that ended as `outcome` since start.
-    pub fn preludes(&self, outcome: Prelude) -> u64 {
+    pub fn preludes(&self, outcome: PreludeOutcome) -> u64 {
         read(&self.preludes[outcome as usize])
     }
 
     /// Registrations that ended as `outcome` since start.
-    pub fn registrations(&self, outcome: Registration) -> u64 {
+    pub fn registrations(&self, outcome: RegistrationOutcome) -> u64 {
         read(&self.registrations[outcome as usize])
     }
 }

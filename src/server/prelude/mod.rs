@@ -39,7 +39,7 @@ use super::budget::Holding;
 use crate::addr::AllowList;
 use crate::config::Settings;
 use crate::log_limit::LogLimit;
-use crate::metrics::{Metrics, Prelude as Outcome};
+use crate::metrics::{Metrics, PreludeOutcome};
 use crate::tls::{ServerMode, ServerTls, TlsError, TlsSettings};
 use proxy::{Detect, ProxyError};
 use read::{detect, read_more, read_proxy};
@@ -205,7 +205,7 @@ impl Prelude {
             _ = holding.closed() => Err(PreludeError::Evicted),
         };
         match &result {
-            Ok((Transport::Tls(_), _)) => metrics.prelude(Outcome::TlsHandshake),
+            Ok((Transport::Tls(_), _)) => metrics.prelude(PreludeOutcome::TlsHandshake),
             Ok(_) => {}
             Err(e) => self.record(e, peer, metrics),
         }
@@ -218,12 +218,12 @@ impl Prelude {
             | PreludeError::Idle
             | PreludeError::Io(_)
             | PreludeError::Evicted => return,
-            PreludeError::TlsRefused => (Outcome::TlsRefused, &self.0.refusals),
-            PreludeError::PlainRefused => (Outcome::PlainRefused, &self.0.refusals),
-            PreludeError::ProxyNotAllowed => (Outcome::ProxyNotAllowed, &self.0.failures),
-            PreludeError::Proxy(_) => (Outcome::ProxyMalformed, &self.0.failures),
-            PreludeError::Timeout(_) => (Outcome::Timeout, &self.0.failures),
-            PreludeError::Handshake(_) => (Outcome::TlsError, &self.0.failures),
+            PreludeError::TlsRefused => (PreludeOutcome::TlsRefused, &self.0.refusals),
+            PreludeError::PlainRefused => (PreludeOutcome::PlainRefused, &self.0.refusals),
+            PreludeError::ProxyNotAllowed => (PreludeOutcome::ProxyNotAllowed, &self.0.failures),
+            PreludeError::Proxy(_) => (PreludeOutcome::ProxyMalformed, &self.0.failures),
+            PreludeError::Timeout(_) => (PreludeOutcome::Timeout, &self.0.failures),
+            PreludeError::Handshake(_) => (PreludeOutcome::TlsError, &self.0.failures),
         };
         metrics.prelude(outcome);
         if let Some(left_out) = throttle.lock().ready() {
@@ -250,7 +250,7 @@ impl Prelude {
                 return Err(PreludeError::ProxyNotAllowed);
             }
             let header = within(deadline, limit, read_proxy(&socket, &mut head, holding)).await??;
-            metrics.prelude(Outcome::ProxyHeader);
+            metrics.prelude(PreludeOutcome::ProxyHeader);
             if let Some(source) = header.source {
                 tracing::debug!(%peer, client = %source, "PROXY header");
                 client = source;

@@ -4,7 +4,7 @@
 //!
 //! Submodules hold the operations: [`register`] (REGISTER_BROKER), [`unregister`]
 //! (UNREGISTER_BROKER, closed connections), [`expiry`] (the expiry scan and idle timeouts,
-//! under eviction protection), [`query`] (routes and listings), [`admin`] (permissions,
+//! under eviction protection), [`query`] (routes and listings), [`operator_edits`] (permissions,
 //! topic registration and deletion) and [`parts`] (the table as plain lists, for warm
 //! restarts).
 //!
@@ -13,8 +13,8 @@
 //! every queue entry remembers the digest of the broker config it was built from (see
 //! [`QueueEntry::source`]).
 
-pub mod admin;
 pub mod expiry;
+pub mod operator_edits;
 pub mod overview;
 pub mod parts;
 pub mod query;
@@ -105,7 +105,7 @@ pub struct BrokerGroup {
 
 /// What the last full registration from one broker address applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Applied {
+pub struct AppliedRegistration {
     /// Digest of the raw body.
     pub digest: u64,
     /// The body's topic table (its length and digest), if the routes reflect *every* config
@@ -139,7 +139,7 @@ pub struct BrokerLive {
     /// Its HA address.
     pub ha_server_addr: Option<String>,
     /// Set when its last registration body is known to be fully applied.
-    pub applied: Option<Applied>,
+    pub applied: Option<AppliedRegistration>,
     /// Its connection idled out since it was last heard from, and eviction protection kept
     /// it (see [`crate::state::protection`]): it is due for eviction like an expired broker.
     pub idled_out: bool,
