@@ -7,7 +7,7 @@
 
 /// Request codes the name server serves on its listening port (RocketMQ 5.x `RequestCode`).
 pub mod request {
-    #![allow(missing_docs)] // the names are RocketMQ's own; see NAMESRV.md §1.1
+    #![allow(missing_docs)] // the names are Java's `RequestCode` constants
     pub const PUT_KV_CONFIG: i32 = 100;
     pub const GET_KV_CONFIG: i32 = 101;
     pub const DELETE_KV_CONFIG: i32 = 102;
@@ -54,7 +54,7 @@ pub mod response {
     pub const GO_AWAY: i32 = 1500;
 }
 
-/// `MQVersion.Version` ordinals that change the name server's behaviour (PROTOCOL.md §6).
+/// `MQVersion.Version` ordinals that change the name server's behaviour.
 pub mod version {
     /// `V3_0_11`: from here on REGISTER_BROKER carries a `RegisterBrokerBody`.
     pub const V3_0_11: i32 = 37;

@@ -1,6 +1,6 @@
 //! A small JSON writer that reproduces the two output styles of the Java name server's
 //! fastjson: the default ("legacy") writer and the "standard" one used for route data sent to
-//! clients of version 4.9.4 and later (JSON.md §1).
+//! clients of version 4.9.4 and later (`ClientRequestProcessor#getRouteInfoByTopic`).
 //!
 //! Everything the server emits is written through this module, never through `serde_json`, so
 //! property order, null omission, numeric map keys and escaping are under our control and no

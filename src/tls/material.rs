@@ -235,7 +235,8 @@ pub fn server_identity(
 }
 
 /// The rustls server configuration for `s` (TLS 1.2 and 1.3, ring's default suites, no ALPN,
-/// no session tickets), with mutual TLS as TLS.md §7 describes.
+/// no session tickets), with mutual TLS as `tls.server.need.client.auth` asks (Java's
+/// `TlsHelper#buildSslContext(false)`).
 pub fn server_config(
     s: &TlsSettings,
     generated: &(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>),

@@ -1,4 +1,4 @@
-//! `DataVersion`: the version stamp of a broker's topic configuration (JSON.md §7).
+//! `DataVersion`: the version stamp of a broker's topic configuration.
 
 use serde::Deserialize;
 

@@ -1,6 +1,6 @@
 //! The smaller response bodies: `TopicList`, `ClusterInfo`, `KVTable` and
-//! `GetBrokerMemberGroupResponseBody` (JSON.md §4, §5, §8, §10), all written with the legacy
-//! writer in Java's collection order.
+//! `GetBrokerMemberGroupResponseBody` (Java's classes of those names, encoded by
+//! `RemotingSerializable#encode`), all written with the legacy writer in Java's collection order.
 
 use std::collections::BTreeMap;
 

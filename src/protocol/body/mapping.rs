@@ -1,5 +1,5 @@
 //! `TopicQueueMappingInfo`: the static-topic mapping a 5.x broker registers for a topic and
-//! the name server returns in `topicQueueMappingByBroker` (JSON.md §3).
+//! the name server returns in `topicQueueMappingByBroker`.
 
 use serde::Deserialize;
 

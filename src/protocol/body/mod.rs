@@ -1,4 +1,5 @@
-//! Typed request and response bodies (JSON.md): decoding what brokers and clients send and
+//! Typed request and response bodies (Java's `remoting.protocol.body` and `.route` classes):
+//! decoding what brokers and clients send and
 //! writing what Java sends back, property for property.
 
 pub mod data_version;

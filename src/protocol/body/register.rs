@@ -1,4 +1,4 @@
-//! The REGISTER_BROKER request body (JSON.md §6): a `RegisterBrokerBody` in JSON or in the
+//! The REGISTER_BROKER request body: a `RegisterBrokerBody` in JSON or in the
 //! zlib-compressed binary layout, or for brokers older than V3_0_11 a bare
 //! `TopicConfigSerializeWrapper`.
 //!

@@ -1,5 +1,5 @@
 //! Route data: `QueueData`, `BrokerData` and the `TopicRouteData` body of
-//! GET_ROUTEINFO_BY_TOPIC (JSON.md §2), written in either fastjson style.
+//! GET_ROUTEINFO_BY_TOPIC, written in either fastjson style (`ClientRequestProcessor#getRouteInfoByTopic`).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;

@@ -1,5 +1,6 @@
 //! `TopicConfig` as brokers send it in registrations, in its JSON form and in the
-//! space-separated text form of compressed registration bodies (JSON.md §6).
+//! space-separated text form of compressed registration bodies (`TopicConfig#encode`, used by
+//! `RegisterBrokerBody#encode`).
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
