@@ -52,27 +52,27 @@
 )]
 #![forbid(unsafe_code)]
 
-pub mod addr;
+pub(crate) mod addr;
 pub mod admin;
 pub mod auth;
 mod civil;
 pub mod cli;
 pub mod config;
 pub mod dispatch;
-pub mod durable;
-pub mod error;
+pub(crate) mod durable;
+pub(crate) mod error;
 mod file_watch;
 pub mod handlers;
 pub mod http;
-pub mod java_str;
+pub(crate) mod java_str;
 pub mod kv;
 mod log_limit;
 pub mod metrics;
 mod offload;
-pub mod peers;
+pub(crate) mod peers;
 pub mod protocol;
 pub mod reload;
-pub mod remoting_client;
+pub(crate) mod remoting_client;
 pub mod server;
 pub mod shutdown;
 pub mod state;

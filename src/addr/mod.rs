@@ -11,5 +11,5 @@ mod host_port;
 mod pattern;
 
 pub use allow_list::AllowList;
-pub use host_port::{HostPortError, HostPortList};
+pub use host_port::HostPortList;
 pub use pattern::{AddressPattern, PatternError};

@@ -14,11 +14,11 @@
 //! (a non-success response code) or answered with something unreadable. Each failure is one
 //! line on stderr naming the server, the request and the code/remark.
 
-pub mod commands;
-pub mod credentials;
-pub mod diff;
-pub mod format;
-pub mod options;
+pub(crate) mod commands;
+pub(crate) mod credentials;
+pub(crate) mod diff;
+pub(crate) mod format;
+pub(crate) mod options;
 
 use std::io::Write;
 use std::path::PathBuf;

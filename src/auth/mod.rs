@@ -18,14 +18,14 @@
 //! reload request (SIGHUP) or a restart.
 //! Handlers never see any of this: `dispatch` calls the gate once, before the handler.
 
-pub mod access;
-pub mod accounts;
-pub mod audit;
+pub(crate) mod access;
+pub(crate) mod accounts;
+pub(crate) mod audit;
 mod loosening;
-pub mod policy;
-pub mod stats;
+pub(crate) mod policy;
+pub(crate) mod stats;
 mod trust;
-pub mod watch;
+pub(crate) mod watch;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;

@@ -9,8 +9,8 @@
 
 mod guard;
 pub mod properties;
-pub mod reload;
-pub mod settings;
+pub(crate) mod reload;
+pub(crate) mod settings;
 mod validate;
 mod value;
 

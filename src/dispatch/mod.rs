@@ -4,7 +4,7 @@
 //! (a refusal becomes `NO_PERMISSION` here; handlers never see credentials), then metrics and
 //! the audit line once the response is known.
 
-pub mod table;
+pub(crate) mod table;
 
 pub use table::{Cost, Handler, Later, NAMESRV, RequestTable, Route, Writes, index_of, numbered};
 

@@ -13,7 +13,7 @@
 //! Only the `-c` configuration file, which Java rewrites in place, is written through a link to
 //! its target ([`replace_through_link`]), keeping the target's permissions.
 
-pub mod read;
+pub(crate) mod read;
 #[cfg(test)]
 mod tests;
 

@@ -3,12 +3,12 @@
 //! [`HandlerError`]; it never touches a socket. Each request's ext fields are read once, into
 //! the typed header of [`headers`].
 
-pub mod broker;
-pub mod headers;
-pub mod kv;
-pub mod operator;
-pub mod route;
-pub mod topic;
+pub(crate) mod broker;
+pub(crate) mod headers;
+pub(crate) mod kv;
+pub(crate) mod operator;
+pub(crate) mod route;
+pub(crate) mod topic;
 
 use std::net::SocketAddr;
 

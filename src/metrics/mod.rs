@@ -16,9 +16,9 @@
 //! response codes outside fixed tables share an `other` series, and the per-cluster series
 //! are capped.
 
-pub mod codes;
+pub(crate) mod codes;
 pub(crate) mod exposition;
-pub mod histogram;
+pub(crate) mod histogram;
 mod process;
 
 use std::collections::BTreeSet;

@@ -135,7 +135,8 @@ pub fn encode_frame(cmd: &RemotingCommand, serialize_type: SerializeType, out: &
 }
 
 /// Encodes `cmd` into a fresh buffer.
-pub fn encode_to_bytes(cmd: &RemotingCommand, serialize_type: SerializeType) -> Bytes {
+#[cfg(test)]
+pub(crate) fn encode_to_bytes(cmd: &RemotingCommand, serialize_type: SerializeType) -> Bytes {
     let mut out = BytesMut::new();
     encode_frame(cmd, serialize_type, &mut out);
     out.freeze()

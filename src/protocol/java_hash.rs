@@ -56,7 +56,8 @@ impl Table {
     }
 
     /// The `ConcurrentHashMap(int)` constructor's table size for `initial_capacity`.
-    pub fn concurrent_with_capacity(initial_capacity: usize) -> Table {
+    #[cfg(test)]
+    pub(crate) fn concurrent_with_capacity(initial_capacity: usize) -> Table {
         let size = 1 + initial_capacity * 4 / 3;
         Table::Concurrent(size.next_power_of_two())
     }

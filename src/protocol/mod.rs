@@ -19,10 +19,10 @@
 pub mod body;
 pub mod code;
 pub mod command;
-pub mod frame;
+pub(crate) mod frame;
 pub mod header_binary;
 pub mod header_json;
-pub mod java_hash;
+pub(crate) mod java_hash;
 pub mod json;
 pub mod signature;
 

@@ -9,7 +9,7 @@
 //! server and the request, so a caller can report it in one line and choose what to do. The
 //! byte stream is opened in one place, `connect`; a TLS stream plugs in there.
 
-pub mod decode;
+pub(crate) mod decode;
 mod error;
 
 use std::collections::HashMap;
@@ -21,9 +21,7 @@ use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 use tokio::time::{Instant, timeout, timeout_at};
 
-pub use error::{
-    CallError, Failure, GET_BROKER_RUNTIME_INFO, QUERY_TOPIC_CONSUME_BY_WHO, request_name,
-};
+pub use error::{CallError, Failure, GET_BROKER_RUNTIME_INFO, QUERY_TOPIC_CONSUME_BY_WHO};
 
 use crate::protocol::code::response;
 use crate::protocol::{

@@ -5,13 +5,13 @@
 //! an `.await`. Lock order, where two are taken: routes, then KV, then config. Nothing here
 //! knows about sockets; connections appear only as [`ConnId`]s.
 
-pub mod housekeeping;
-pub mod liveness;
+pub(crate) mod housekeeping;
+pub(crate) mod liveness;
 pub mod peering;
 mod phase;
 pub mod protection;
-pub mod readiness;
-pub mod route_cache;
+pub(crate) mod readiness;
+pub(crate) mod route_cache;
 pub mod route_table;
 pub mod snapshot;
 

@@ -7,9 +7,9 @@
 //! and takes the acceptor from [`ServerTls::acceptor`] once per handshake.
 
 pub mod client;
-pub mod material;
+pub(crate) mod material;
 pub mod settings;
-pub mod verify;
+pub(crate) mod verify;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -24,8 +24,6 @@ use super::options::Parsed;
 use super::{EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, Problem};
 use crate::remoting_client::{Client, ClientOptions};
 
-pub use read::route_text;
-
 /// `key → canonical value` of one kind of data on one node.
 pub type Section = BTreeMap<String, String>;
 

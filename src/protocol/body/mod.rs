@@ -3,14 +3,14 @@
 //! writing what Java sends back, property for property.
 
 pub mod data_version;
-pub mod lenient;
+pub(crate) mod lenient;
 pub mod lists;
-pub mod mapping;
-pub mod register;
-pub mod register_broker;
+pub(crate) mod mapping;
+pub(crate) mod register;
+pub(crate) mod register_broker;
 pub mod route;
-pub mod scan;
-pub mod topic_config;
+pub(crate) mod scan;
+pub(crate) mod topic_config;
 
 pub use data_version::DataVersion;
 pub use mapping::MappingInfo;

@@ -13,10 +13,10 @@
 //! every queue entry remembers the digest of the broker config it was built from (see
 //! [`QueueEntry::source`]).
 
-pub mod expiry;
-pub mod operator_edits;
-pub mod overview;
-pub mod parts;
+pub(crate) mod expiry;
+pub(crate) mod operator_edits;
+pub(crate) mod overview;
+pub(crate) mod parts;
 pub mod query;
 pub mod register;
 #[cfg(test)]

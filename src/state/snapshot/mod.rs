@@ -22,7 +22,7 @@
 mod aside;
 mod format;
 mod header;
-pub mod task;
+pub(crate) mod task;
 #[cfg(test)]
 mod tests;
 
