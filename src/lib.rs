@@ -51,6 +51,7 @@
     clippy::disallowed_types
 )]
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
 pub(crate) mod addr;
 pub mod admin;

@@ -36,7 +36,7 @@ pub(super) fn warn_if_exposed(path: &Path) {
 /// has looked the same for one poll interval, so an
 /// editor's write in progress is not loaded half-way. The file is read on the blocking pool,
 /// never on a runtime worker.
-pub async fn run(gate: Gate, reloads: watch::Receiver<u64>, cancel: CancellationToken) {
+pub(crate) async fn run(gate: Gate, reloads: watch::Receiver<u64>, cancel: CancellationToken) {
     let Some(shared) = gate.0 else {
         return;
     };

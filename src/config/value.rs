@@ -24,7 +24,7 @@ pub struct InvalidSetting {
 
 /// Why a text does not parse as a setting's type (the key is added by the caller).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ValueError(pub String);
+pub(super) struct ValueError(pub String);
 
 impl fmt::Display for ValueError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -33,7 +33,7 @@ impl fmt::Display for ValueError {
 }
 
 /// A setting's type: how its text is parsed and rendered.
-pub trait SettingValue: Sized {
+pub(super) trait SettingValue: Sized {
     /// Parses a value. Strings are trimmed as Java trims them; numbers and booleans are not
     /// (booleans accept `true`/`false` in any case).
     fn parse_setting(text: &str) -> Result<Self, ValueError>;

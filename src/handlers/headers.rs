@@ -19,7 +19,7 @@ const ZONE_MODE: &str = "__ZONE_MODE";
 
 /// REGISTER_BROKER's header.
 #[derive(Debug, Clone, Copy)]
-pub struct RegisterBrokerHeader<'a> {
+pub(crate) struct RegisterBrokerHeader<'a> {
     /// `brokerName`.
     pub broker_name: &'a str,
     /// `brokerAddr`.
@@ -44,7 +44,7 @@ pub struct RegisterBrokerHeader<'a> {
 
 impl<'a> RegisterBrokerHeader<'a> {
     /// Reads the header of `req`.
-    pub fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
+    pub(crate) fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
         let f = Fields(req);
         Ok(RegisterBrokerHeader {
             broker_name: f.required("brokerName")?,
@@ -63,7 +63,7 @@ impl<'a> RegisterBrokerHeader<'a> {
 
 /// UNREGISTER_BROKER's header.
 #[derive(Debug, Clone, Copy)]
-pub struct UnregisterBrokerHeader<'a> {
+pub(crate) struct UnregisterBrokerHeader<'a> {
     /// `brokerName`.
     pub broker_name: &'a str,
     /// `brokerAddr`.
@@ -76,7 +76,7 @@ pub struct UnregisterBrokerHeader<'a> {
 
 impl<'a> UnregisterBrokerHeader<'a> {
     /// Reads the header of `req`.
-    pub fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
+    pub(crate) fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
         let f = Fields(req);
         Ok(UnregisterBrokerHeader {
             broker_name: f.required("brokerName")?,
@@ -89,7 +89,7 @@ impl<'a> UnregisterBrokerHeader<'a> {
 
 /// BROKER_HEARTBEAT's header (`brokerName` must be sent, but is not used).
 #[derive(Debug, Clone, Copy)]
-pub struct BrokerHeartbeatHeader<'a> {
+pub(crate) struct BrokerHeartbeatHeader<'a> {
     /// `clusterName`.
     pub cluster: &'a str,
     /// `brokerAddr`.
@@ -98,7 +98,7 @@ pub struct BrokerHeartbeatHeader<'a> {
 
 impl<'a> BrokerHeartbeatHeader<'a> {
     /// Reads the header of `req`.
-    pub fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
+    pub(crate) fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
         let f = Fields(req);
         let cluster = f.required("clusterName")?;
         let broker_addr = f.required("brokerAddr")?;
@@ -112,7 +112,7 @@ impl<'a> BrokerHeartbeatHeader<'a> {
 
 /// QUERY_DATA_VERSION's header (`brokerName` and `brokerId` must be sent, but are not used).
 #[derive(Debug, Clone, Copy)]
-pub struct QueryDataVersionHeader<'a> {
+pub(crate) struct QueryDataVersionHeader<'a> {
     /// `brokerAddr`.
     pub broker_addr: &'a str,
     /// `clusterName`.
@@ -123,7 +123,7 @@ pub struct QueryDataVersionHeader<'a> {
 
 impl<'a> QueryDataVersionHeader<'a> {
     /// Reads the header of `req`.
-    pub fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
+    pub(crate) fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
         let f = Fields(req);
         f.required("brokerName")?;
         let broker_addr = f.required("brokerAddr")?;
@@ -139,7 +139,7 @@ impl<'a> QueryDataVersionHeader<'a> {
 
 /// GET_BROKER_MEMBER_GROUP's header.
 #[derive(Debug, Clone, Copy)]
-pub struct BrokerMemberGroupHeader<'a> {
+pub(crate) struct BrokerMemberGroupHeader<'a> {
     /// `clusterName`.
     pub cluster: &'a str,
     /// `brokerName`.
@@ -148,7 +148,7 @@ pub struct BrokerMemberGroupHeader<'a> {
 
 impl<'a> BrokerMemberGroupHeader<'a> {
     /// Reads the header of `req`.
-    pub fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
+    pub(crate) fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
         let f = Fields(req);
         Ok(BrokerMemberGroupHeader {
             cluster: f.required("clusterName")?,
@@ -159,7 +159,7 @@ impl<'a> BrokerMemberGroupHeader<'a> {
 
 /// GET_ROUTEINFO_BY_TOPIC's header, with the zone fields a 5.x client adds.
 #[derive(Debug, Clone, Copy)]
-pub struct GetRouteInfoHeader<'a> {
+pub(crate) struct GetRouteInfoHeader<'a> {
     /// `topic`.
     pub topic: &'a str,
     /// `acceptStandardJsonOnly` is true.
@@ -172,7 +172,7 @@ pub struct GetRouteInfoHeader<'a> {
 
 impl<'a> GetRouteInfoHeader<'a> {
     /// Reads the header of `req`.
-    pub fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
+    pub(crate) fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
         let f = Fields(req);
         Ok(GetRouteInfoHeader {
             topic: f.required("topic")?,
@@ -185,7 +185,7 @@ impl<'a> GetRouteInfoHeader<'a> {
 
 /// PUT_KV_CONFIG's header.
 #[derive(Debug, Clone, Copy)]
-pub struct PutKvConfigHeader<'a> {
+pub(crate) struct PutKvConfigHeader<'a> {
     /// `namespace`.
     pub namespace: &'a str,
     /// `key`.
@@ -197,7 +197,7 @@ pub struct PutKvConfigHeader<'a> {
 impl<'a> PutKvConfigHeader<'a> {
     /// Reads the header of `req`; `None` when `namespace` or `key` is absent, which Java's
     /// handler answers itself before the header's `value` is looked at.
-    pub fn from_ext(req: &'a RemotingCommand) -> Result<Option<Self>, HandlerError> {
+    pub(crate) fn from_ext(req: &'a RemotingCommand) -> Result<Option<Self>, HandlerError> {
         let f = Fields(req);
         let (Some(namespace), Some(key)) = (f.optional("namespace"), f.optional("key")) else {
             return Ok(None);
@@ -212,7 +212,7 @@ impl<'a> PutKvConfigHeader<'a> {
 
 /// GET_KV_CONFIG's and DELETE_KV_CONFIG's header.
 #[derive(Debug, Clone, Copy)]
-pub struct KvConfigHeader<'a> {
+pub(crate) struct KvConfigHeader<'a> {
     /// `namespace`.
     pub namespace: &'a str,
     /// `key`.
@@ -221,7 +221,7 @@ pub struct KvConfigHeader<'a> {
 
 impl<'a> KvConfigHeader<'a> {
     /// Reads the header of `req`.
-    pub fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
+    pub(crate) fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
         let f = Fields(req);
         Ok(KvConfigHeader {
             namespace: f.required("namespace")?,
@@ -236,14 +236,14 @@ macro_rules! one_field_header {
     ($(#[$doc:meta])* $name:ident { $field:ident: $key:literal }) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy)]
-        pub struct $name<'a> {
+        pub(crate) struct $name<'a> {
             #[doc = concat!("`", $key, "`.")]
-            pub $field: &'a str,
+            pub(crate) $field: &'a str,
         }
 
         impl<'a> $name<'a> {
             /// Reads the header of `req`.
-            pub fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
+            pub(crate) fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
                 Ok($name {
                     $field: Fields(req).required($key)?,
                 })
@@ -271,7 +271,7 @@ one_field_header!(
 
 /// DELETE_TOPIC_IN_NAMESRV's header.
 #[derive(Debug, Clone, Copy)]
-pub struct DeleteTopicHeader<'a> {
+pub(crate) struct DeleteTopicHeader<'a> {
     /// `topic`.
     pub topic: &'a str,
     /// `clusterName`: delete only in this cluster's groups; everywhere when absent.
@@ -280,7 +280,7 @@ pub struct DeleteTopicHeader<'a> {
 
 impl<'a> DeleteTopicHeader<'a> {
     /// Reads the header of `req`.
-    pub fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
+    pub(crate) fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
         let f = Fields(req);
         Ok(DeleteTopicHeader {
             topic: f.required("topic")?,

@@ -186,7 +186,7 @@ pub(super) struct Writer {
 impl Writer {
     /// Starts a journal continuing the snapshot whose bytes hash to `base`, replacing any
     /// stale one; the header is durable when this returns.
-    pub fn create(kv_path: &Path, base: u64) -> io::Result<Writer> {
+    pub(super) fn create(kv_path: &Path, base: u64) -> io::Result<Writer> {
         if let Some(dir) = kv_path.parent().filter(|d| !d.as_os_str().is_empty()) {
             fs::create_dir_all(dir)?;
         }
@@ -212,14 +212,14 @@ impl Writer {
     }
 
     /// Bytes in the journal.
-    pub fn len(&self) -> u64 {
+    pub(super) fn len(&self) -> u64 {
         self.len
     }
 
     /// Appends encoded records and syncs them. On failure the journal is cut back to its
     /// last complete record; if even that fails the error says so and the writer must not
     /// be used again.
-    pub fn append(&mut self, records: &[u8]) -> Result<(), AppendError> {
+    pub(super) fn append(&mut self, records: &[u8]) -> Result<(), AppendError> {
         let written = self
             .file
             .write_all(records)
@@ -258,7 +258,7 @@ pub(super) enum AppendError {
 
 impl AppendError {
     /// The I/O error.
-    pub fn into_io(self) -> io::Error {
+    pub(super) fn into_io(self) -> io::Error {
         match self {
             AppendError::Failed(e) | AppendError::Unusable(e) => e,
         }

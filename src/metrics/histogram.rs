@@ -28,7 +28,7 @@ const BOUNDS_NANOS: [u64; 13] = [
 ];
 
 /// Number of buckets, the `+Inf` one included.
-pub const BUCKETS: usize = BOUNDS_NANOS.len() + 1;
+pub(crate) const BUCKETS: usize = BOUNDS_NANOS.len() + 1;
 
 /// Durations, bucketed.
 #[derive(Debug, Default)]

@@ -11,7 +11,7 @@ const TICKS_PER_SECOND: f64 = 100.0;
 
 /// What `/proc` says about this process.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub struct ProcessStats {
+pub(super) struct ProcessStats {
     /// User plus system CPU time, in seconds.
     pub cpu_seconds: Option<f64>,
     /// Resident set size, in bytes.
@@ -30,7 +30,7 @@ pub struct ProcessStats {
 
 impl ProcessStats {
     /// Reads the current figures.
-    pub fn read() -> ProcessStats {
+    pub(super) fn read() -> ProcessStats {
         let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
         let stat = fs::read_to_string("/proc/self/stat").unwrap_or_default();
         let stat = parse_stat(&stat);

@@ -13,7 +13,7 @@ use super::header_json::{self, JsonHeaderError};
 
 /// Java's default `com.rocketmq.remoting.frameMaxLength`: the largest frame counting its
 /// 4-byte length prefix. The largest accepted length field is 4 less (16 777 212).
-pub const DEFAULT_FRAME_MAX_LENGTH: usize = 16 * 1024 * 1024;
+pub(crate) const DEFAULT_FRAME_MAX_LENGTH: usize = 16 * 1024 * 1024;
 
 /// Limits applied while splitting frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use crate::protocol::body::lenient;
 /// Why a body could not be read.
 #[derive(Debug, thiserror::Error)]
 #[error("{what}: {detail}")]
-pub struct BodyError {
+pub(crate) struct BodyError {
     /// Which body.
     pub what: &'static str,
     /// The parser's message.
@@ -31,7 +31,7 @@ fn parse<T: DeserializeOwned>(what: &'static str, body: &[u8]) -> Result<T, Body
 
 /// A JSON object's entries in document order (a `null` object reads as empty).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ordered<T>(pub Vec<(String, T)>);
+pub(crate) struct Ordered<T>(pub Vec<(String, T)>);
 
 impl<T> Default for Ordered<T> {
     fn default() -> Self {
@@ -41,7 +41,7 @@ impl<T> Default for Ordered<T> {
 
 impl<T> Ordered<T> {
     /// The value of `key`.
-    pub fn get(&self, key: &str) -> Option<&T> {
+    pub(crate) fn get(&self, key: &str) -> Option<&T> {
         self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 }
@@ -92,7 +92,7 @@ fn string_or_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> 
 /// One broker group as a client reads it (`BrokerData`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct BrokerInfo {
+pub(crate) struct BrokerInfo {
     /// The cluster.
     #[serde(default, deserialize_with = "string_or_empty")]
     pub cluster: String,
@@ -113,7 +113,7 @@ pub struct BrokerInfo {
 impl BrokerInfo {
     /// `(id, address)` pairs in Java `HashMap<Long, String>` order; keys that are not numbers
     /// (never sent by a name server) are skipped.
-    pub fn addrs(&self) -> Vec<(i64, &str)> {
+    pub(crate) fn addrs(&self) -> Vec<(i64, &str)> {
         let mut out: Vec<(i64, &str)> = self
             .broker_addrs
             .0
@@ -129,7 +129,7 @@ impl BrokerInfo {
     }
 
     /// The master's address, else any address (Java's `selectBrokerAddr`, minus randomness).
-    pub fn select_addr(&self) -> Option<&str> {
+    pub(crate) fn select_addr(&self) -> Option<&str> {
         let addrs = self.addrs();
         addrs
             .iter()
@@ -142,7 +142,7 @@ impl BrokerInfo {
 /// The body of GET_BROKER_CLUSTER_INFO.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ClusterInfo {
+pub(crate) struct ClusterInfo {
     /// Broker name → group.
     #[serde(default)]
     pub broker_addr_table: Ordered<BrokerInfo>,
@@ -153,7 +153,7 @@ pub struct ClusterInfo {
 
 impl ClusterInfo {
     /// Decodes the body.
-    pub fn decode(body: &[u8]) -> Result<Self, BodyError> {
+    pub(crate) fn decode(body: &[u8]) -> Result<Self, BodyError> {
         parse("cluster info", body)
     }
 }
@@ -161,7 +161,7 @@ impl ClusterInfo {
 /// One broker group's queues of a topic (`QueueData`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct QueueInfo {
+pub(crate) struct QueueInfo {
     /// The broker group.
     #[serde(default, deserialize_with = "string_or_empty")]
     pub broker_name: String,
@@ -182,7 +182,7 @@ pub struct QueueInfo {
 /// The body of GET_ROUTEINFO_BY_TOPIC (`TopicRouteData`).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RouteInfo {
+pub(crate) struct RouteInfo {
     /// Broker groups serving the topic.
     #[serde(default)]
     pub broker_datas: Vec<BrokerInfo>,
@@ -202,7 +202,7 @@ pub struct RouteInfo {
 
 impl RouteInfo {
     /// Decodes the body.
-    pub fn decode(body: &[u8]) -> Result<Self, BodyError> {
+    pub(crate) fn decode(body: &[u8]) -> Result<Self, BodyError> {
         parse("topic route", body)
     }
 }
@@ -215,7 +215,7 @@ struct TopicListWire {
 }
 
 /// The topics of a `TopicList` body, in document order.
-pub fn topic_list(body: &[u8]) -> Result<Vec<String>, BodyError> {
+pub(crate) fn topic_list(body: &[u8]) -> Result<Vec<String>, BodyError> {
     Ok(parse::<TopicListWire>("topic list", body)?.topic_list)
 }
 
@@ -226,7 +226,7 @@ struct KvTableWire {
 }
 
 /// The entries of a `KVTable` body (`{"table":{…}}`), in document order.
-pub fn kv_table(body: &[u8]) -> Result<Vec<(String, String)>, BodyError> {
+pub(crate) fn kv_table(body: &[u8]) -> Result<Vec<(String, String)>, BodyError> {
     let wire: KvTableWire = parse("KV table", body)?;
     Ok(wire
         .table
@@ -244,7 +244,7 @@ struct GroupListWire {
 }
 
 /// The groups of a `GroupList` body.
-pub fn group_list(body: &[u8]) -> Result<Vec<String>, BodyError> {
+pub(crate) fn group_list(body: &[u8]) -> Result<Vec<String>, BodyError> {
     Ok(parse::<GroupListWire>("group list", body)?.group_list)
 }
 

@@ -64,7 +64,7 @@ fn one_line(text: &str) -> String {
 }
 
 /// RocketMQ's name for the request codes this client's users send (`REQUEST` for others).
-pub fn request_name(code: i32) -> &'static str {
+pub(super) fn request_name(code: i32) -> &'static str {
     match code {
         request::PUT_KV_CONFIG => "PUT_KV_CONFIG",
         request::GET_KV_CONFIG => "GET_KV_CONFIG",
@@ -86,6 +86,6 @@ pub fn request_name(code: i32) -> &'static str {
 }
 
 /// Broker request: runtime statistics (`clusterList` asks every broker it lists).
-pub const GET_BROKER_RUNTIME_INFO: i32 = 28;
+pub(crate) const GET_BROKER_RUNTIME_INFO: i32 = 28;
 /// Broker request: consumer groups of a topic (`topicList -c`).
-pub const QUERY_TOPIC_CONSUME_BY_WHO: i32 = 300;
+pub(crate) const QUERY_TOPIC_CONSUME_BY_WHO: i32 = 300;

@@ -21,7 +21,7 @@ use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 use tokio::time::{Instant, timeout, timeout_at};
 
-pub use error::{CallError, Failure, GET_BROKER_RUNTIME_INFO, QUERY_TOPIC_CONSUME_BY_WHO};
+pub(crate) use error::{CallError, Failure, GET_BROKER_RUNTIME_INFO, QUERY_TOPIC_CONSUME_BY_WHO};
 
 use crate::protocol::code::response;
 use crate::protocol::{
@@ -81,7 +81,7 @@ impl Default for ClientOptions {
 
 /// A request to build: code, ext fields and body.
 #[derive(Debug, Clone)]
-pub struct Request {
+pub(crate) struct Request {
     /// The request code.
     pub code: i32,
     /// Ext fields (the custom header).
@@ -92,7 +92,7 @@ pub struct Request {
 
 impl Request {
     /// A request without fields or body.
-    pub fn new(code: i32) -> Self {
+    pub(crate) fn new(code: i32) -> Self {
         Request {
             code,
             fields: Vec::new(),
@@ -101,20 +101,20 @@ impl Request {
     }
 
     /// Adds an ext field.
-    pub fn field(mut self, key: &'static str, value: impl Into<String>) -> Self {
+    pub(crate) fn field(mut self, key: &'static str, value: impl Into<String>) -> Self {
         self.fields.push((key, value.into()));
         self
     }
 
     /// Sets the body.
-    pub fn body(mut self, body: Vec<u8>) -> Self {
+    pub(crate) fn body(mut self, body: Vec<u8>) -> Self {
         self.body = Some(body);
         self
     }
 }
 
 /// A byte stream to a server: plain TCP or TLS over it.
-pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
 
 /// Opens the byte stream to `addr`: the one place where transport security is chosen.
@@ -144,7 +144,7 @@ struct Connection {
 
 /// The default answer limit: frames larger than any name server sends (a 1 M-topic list is
 /// ~40 MB).
-pub const MAX_ANSWER_BYTES: usize = 1 << 30;
+pub(crate) const MAX_ANSWER_BYTES: usize = 1 << 30;
 
 /// A connection's read buffer is given back after a batch once it grew past this (a large
 /// answer must not keep its memory for the connection's life).
@@ -152,10 +152,10 @@ const KEPT_BUFFER: usize = 64 * 1024;
 
 /// Requests kept in flight on one connection by [`Client::call_many`]: enough to keep a server
 /// busy, few enough for a Java name server's request queue (50 000 for route lookups).
-pub const PIPELINE_WINDOW: usize = 512;
+pub(crate) const PIPELINE_WINDOW: usize = 512;
 
 /// A client: one lazily opened connection per server address.
-pub struct Client {
+pub(crate) struct Client {
     opts: ClientOptions,
     connections: HashMap<String, Connection>,
     next_opaque: i32,
@@ -163,7 +163,7 @@ pub struct Client {
 
 impl Client {
     /// A client with no connections yet.
-    pub fn new(opts: ClientOptions) -> Self {
+    pub(crate) fn new(opts: ClientOptions) -> Self {
         Client {
             opts,
             connections: HashMap::new(),
@@ -172,7 +172,7 @@ impl Client {
     }
 
     /// The options this client uses.
-    pub fn options(&self) -> &ClientOptions {
+    pub(crate) fn options(&self) -> &ClientOptions {
         &self.opts
     }
 
@@ -211,13 +211,17 @@ impl Client {
     }
 
     /// Sends one request to `addr` and returns the answer, whatever its code.
-    pub async fn call(&mut self, addr: &str, req: &Request) -> Result<RemotingCommand, CallError> {
+    pub(crate) async fn call(
+        &mut self,
+        addr: &str,
+        req: &Request,
+    ) -> Result<RemotingCommand, CallError> {
         let mut answers = self.call_many(addr, std::slice::from_ref(req)).await?;
         Ok(answers.pop().expect("one answer per request"))
     }
 
     /// Sends one request and requires a `SUCCESS` answer.
-    pub async fn call_ok(
+    pub(crate) async fn call_ok(
         &mut self,
         addr: &str,
         req: &Request,
@@ -240,7 +244,7 @@ impl Client {
     /// Sends `reqs` to `addr` pipelined (at most [`PIPELINE_WINDOW`] in flight) and returns
     /// the answers in request order. A transport failure fails the whole batch and drops the
     /// connection; the error names the first request still unanswered.
-    pub async fn call_many(
+    pub(crate) async fn call_many(
         &mut self,
         addr: &str,
         reqs: &[Request],

@@ -25,11 +25,11 @@ use super::{EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, Problem};
 use crate::remoting_client::{Client, ClientOptions};
 
 /// `key → canonical value` of one kind of data on one node.
-pub type Section = BTreeMap<String, String>;
+pub(crate) type Section = BTreeMap<String, String>;
 
 /// What to compare.
 #[derive(Debug, Clone, Default)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// Only these topics (`-t`), else every topic each node lists.
     pub topics: Option<Vec<String>>,
     /// KV namespaces to compare (`-s`).
@@ -42,7 +42,7 @@ pub struct Plan {
 
 /// One node's answers: sections in a fixed order; `None` where the node could not be read.
 #[derive(Debug)]
-pub struct Node {
+pub(crate) struct Node {
     /// The node's address.
     pub addr: String,
     /// `(kind, section)` pairs, the same kinds in the same order for every node.
@@ -65,7 +65,7 @@ fn list_option(parsed: &Parsed, long: &str) -> Vec<String> {
 }
 
 /// Runs `diff` against `servers`; returns the problems to report and the exit code.
-pub async fn run(
+pub(crate) async fn run(
     client: &mut Client,
     servers: &[String],
     parsed: &Parsed,
@@ -105,7 +105,7 @@ pub async fn run(
 }
 
 /// Reads every node concurrently, each on its own client.
-pub async fn gather(opts: &ClientOptions, servers: &[String], plan: Arc<Plan>) -> Vec<Node> {
+pub(crate) async fn gather(opts: &ClientOptions, servers: &[String], plan: Arc<Plan>) -> Vec<Node> {
     let mut tasks = tokio::task::JoinSet::new();
     for (i, addr) in servers.iter().enumerate() {
         let client = Client::new(opts.clone());

@@ -12,12 +12,12 @@ use std::fmt::Write as _;
 
 mod table;
 
-pub use table::COMMANDS;
+pub(crate) use table::COMMANDS;
 use table::COMMON;
 
 /// One option of a sub-command.
 #[derive(Debug, Clone, Copy)]
-pub struct OptSpec {
+pub(crate) struct OptSpec {
     /// The one-letter name (`-n`), if any.
     pub short: Option<char>,
     /// The long name (`--namesrvAddr`).
@@ -40,7 +40,7 @@ impl OptSpec {
 
 /// Which sub-command a spec describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CommandKind {
+pub(crate) enum CommandKind {
     #[allow(missing_docs)]
     ClusterList,
     #[allow(missing_docs)]
@@ -71,7 +71,7 @@ pub enum CommandKind {
 
 /// A sub-command: its name, one-line description and options (besides the common ones).
 #[derive(Debug)]
-pub struct CommandSpec {
+pub(crate) struct CommandSpec {
     /// The name as mqadmin spells it (matched ignoring case).
     pub name: &'static str,
     /// The description listed by `nsadmin` without arguments.
@@ -83,24 +83,24 @@ pub struct CommandSpec {
 }
 
 /// Finds a command by name, ignoring case as mqadmin does.
-pub fn find(name: &str) -> Option<&'static CommandSpec> {
+pub(crate) fn find(name: &str) -> Option<&'static CommandSpec> {
     COMMANDS.iter().find(|c| c.name.eq_ignore_ascii_case(name))
 }
 
 /// The parsed options of one invocation: `(long name, value)` in command-line order.
 #[derive(Debug, Default)]
-pub struct Parsed {
+pub(crate) struct Parsed {
     values: Vec<(&'static str, Option<String>)>,
 }
 
 impl Parsed {
     /// Whether the option `long` was given.
-    pub fn has(&self, long: &str) -> bool {
+    pub(crate) fn has(&self, long: &str) -> bool {
         self.values.iter().any(|(k, _)| *k == long)
     }
 
     /// The value of option `long` (the first one, as commons-cli's `getOptionValue`).
-    pub fn value(&self, long: &str) -> Option<&str> {
+    pub(crate) fn value(&self, long: &str) -> Option<&str> {
         self.values
             .iter()
             .find(|(k, _)| *k == long)
@@ -115,12 +115,12 @@ pub struct UsageError(pub String);
 
 impl CommandSpec {
     /// The command's options followed by the common ones.
-    pub fn all_options(&self) -> impl Iterator<Item = &OptSpec> {
+    pub(crate) fn all_options(&self) -> impl Iterator<Item = &OptSpec> {
         self.options.iter().chain(COMMON.iter())
     }
 
     /// Parses the arguments after the command name.
-    pub fn parse(&self, args: &[String]) -> Result<Parsed, UsageError> {
+    pub(crate) fn parse(&self, args: &[String]) -> Result<Parsed, UsageError> {
         let mut parsed = Parsed::default();
         let mut i = 0;
         while i < args.len() {
@@ -251,7 +251,7 @@ impl CommandSpec {
     }
 
     /// The usage text commons-cli's `HelpFormatter.printHelp(app, options, true)` prints.
-    pub fn usage(&self) -> String {
+    pub(crate) fn usage(&self) -> String {
         let mut opts: Vec<&OptSpec> = self.all_options().collect();
         opts.sort_by_key(|o| o.key().to_lowercase());
         let mut line = format!("usage: nsadmin {}", self.name);
@@ -287,7 +287,7 @@ impl CommandSpec {
 }
 
 /// The list printed by `nsadmin` without arguments (mqadmin's `printHelp`).
-pub fn command_list() -> String {
+pub(crate) fn command_list() -> String {
     let mut out = String::from("The most commonly used nsadmin commands are:\n");
     for c in COMMANDS {
         let _ = writeln!(out, "   {:<35} {}", c.name, c.desc);

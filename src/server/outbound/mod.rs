@@ -156,7 +156,7 @@ impl Outbound {
 
 impl Attached {
     /// The line, for work that must deliver responses off the connection's task.
-    pub fn line(&self) -> &Arc<Line> {
+    pub(super) fn line(&self) -> &Arc<Line> {
         &self.line
     }
 }

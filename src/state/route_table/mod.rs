@@ -327,10 +327,10 @@ pub(crate) mod testing {
     use crate::protocol::body::{DecodeOptions, RegisterBody};
     use bytes::Bytes;
 
-    pub use super::register::{RegisterOutcome, RegisterSettings, Registration};
+    pub(crate) use super::register::{RegisterOutcome, RegisterSettings, Registration};
 
     /// A JSON registration body with the given `(topic, read, write, perm, sysflag)` rows.
-    pub fn body_with(
+    pub(crate) fn body_with(
         counter: i64,
         state_version: i64,
         topics: &[(&str, i32, i32, i32, i32)],
@@ -359,13 +359,13 @@ pub(crate) mod testing {
     }
 
     /// A body with topics `names`, each 4/4 queues, perm 6.
-    pub fn body(counter: i64, names: &[&str]) -> RegisterBody {
+    pub(crate) fn body(counter: i64, names: &[&str]) -> RegisterBody {
         let rows: Vec<_> = names.iter().map(|n| (*n, 4, 4, 6, 0)).collect();
         body_with(counter, 0, &rows)
     }
 
     /// A 5.x master registration of `name` at `addr` in `DefaultCluster`.
-    pub fn reg<'a>(name: &'a str, addr: &'a str, id: i64, conn: u64) -> Registration<'a> {
+    pub(crate) fn reg<'a>(name: &'a str, addr: &'a str, id: i64, conn: u64) -> Registration<'a> {
         Registration {
             cluster: "DefaultCluster",
             broker_addr: addr,
@@ -381,7 +381,7 @@ pub(crate) mod testing {
     }
 
     /// Registers the tests' usual broker: `broker-a`, master at `a:1` on connection 1.
-    pub fn register_broker_a(
+    pub(crate) fn register_broker_a(
         t: &mut RouteTable,
         body: &RegisterBody,
         now: Instant,
@@ -390,7 +390,7 @@ pub(crate) mod testing {
     }
 
     /// A plain route query for `topic`: standard JSON, no zone, no acting-master support.
-    pub fn query(topic: &str) -> super::query::RouteQuery<'_> {
+    pub(crate) fn query(topic: &str) -> super::query::RouteQuery<'_> {
         super::query::RouteQuery {
             topic,
             style: crate::protocol::json::JsonStyle::Standard,
@@ -402,7 +402,7 @@ pub(crate) mod testing {
     }
 
     /// Registers with a decoded body and default settings.
-    pub fn register(
+    pub(crate) fn register(
         t: &mut RouteTable,
         r: &Registration<'_>,
         body: &RegisterBody,

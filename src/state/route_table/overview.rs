@@ -17,7 +17,7 @@ use crate::protocol::body::{DataVersion, Name};
 
 /// Route lookups served from the route cache, and those that had to encode the body.
 #[derive(Debug, Default)]
-pub struct CacheCounts {
+pub(crate) struct CacheCounts {
     hits: AtomicU64,
     misses: AtomicU64,
 }
@@ -198,7 +198,7 @@ impl RouteTable {
 
 /// Up to `limit` of the `sorted` topic names that contain `needle` (ignoring ASCII case), and
 /// how many matched in all.
-pub fn find_topics(sorted: &[Name], needle: &str, limit: usize) -> (Vec<Name>, usize) {
+pub(crate) fn find_topics(sorted: &[Name], needle: &str, limit: usize) -> (Vec<Name>, usize) {
     let needle = needle.to_ascii_lowercase();
     let mut found = Vec::new();
     let mut total = 0;

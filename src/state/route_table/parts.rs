@@ -72,7 +72,7 @@ impl LiveBroker {
 
 /// The connection id of a broker restored from parts: no connection has it, so only the
 /// broker's next registration, its timeout or UNREGISTER_BROKER removes it.
-pub const NO_CONNECTION: ConnId = ConnId(0);
+pub(crate) const NO_CONNECTION: ConnId = ConnId(0);
 
 impl RouteTable {
     /// The table's content at `now`.
