@@ -5,8 +5,8 @@
 /// A UTC date and time of day.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Utc {
-    pub year: i64,
-    pub month: i64,
+    pub(crate) year: i64,
+    pub(crate) month: i64,
     pub day: i64,
     pub hour: i64,
     pub minute: i64,

@@ -40,12 +40,12 @@ pub enum HandlerError {
 
 impl HandlerError {
     /// Whether the fault is the server's rather than the client's.
-    pub fn is_internal(&self) -> bool {
+    pub(crate) fn is_internal(&self) -> bool {
         matches!(self, HandlerError::Storage { .. })
     }
 
     /// The response Java would give.
-    pub fn to_response(&self) -> RemotingCommand {
+    pub(crate) fn to_response(&self) -> RemotingCommand {
         RemotingCommand::error(response::SYSTEM_ERROR, self.to_string())
     }
 }

@@ -54,7 +54,7 @@ impl Reload {
 
     /// Turns each SIGHUP into a reload request until `cancel` fires. Without a usable signal
     /// handler (not Unix, or registration failed) it only waits for `cancel`.
-    pub async fn listen_for_sighup(self, cancel: CancellationToken) {
+    pub(crate) async fn listen_for_sighup(self, cancel: CancellationToken) {
         #[cfg(unix)]
         {
             use tokio::signal::unix::{SignalKind, signal};

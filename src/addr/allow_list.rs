@@ -29,7 +29,7 @@ impl AllowList {
     }
 
     /// Whether every peer is allowed (a `*` pattern).
-    pub fn admits_everyone(&self) -> bool {
+    pub(crate) fn admits_everyone(&self) -> bool {
         self.0.iter().any(AddressPattern::is_any)
     }
 }

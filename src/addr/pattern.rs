@@ -24,7 +24,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 #[error("invalid address pattern {pattern:?}: {reason}")]
 pub struct PatternError {
     /// The pattern as written.
-    pub pattern: String,
+    pub(crate) pattern: String,
     /// What is wrong with it.
     pub reason: &'static str,
 }

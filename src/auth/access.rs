@@ -17,7 +17,7 @@ pub struct Access {
 impl Access {
     /// A code the server does not serve: admin, so that a code added later is closed until
     /// classified, and never audited (echoing it would let anyone write to the audit log).
-    pub const UNKNOWN: Access = Access {
+    pub(crate) const UNKNOWN: Access = Access {
         permission: Permission::Admin,
         audit: None,
     };
@@ -31,7 +31,7 @@ impl Access {
     }
 
     /// An admin code with its audit line.
-    pub const fn audited(audit: Audit) -> Access {
+    pub(crate) const fn audited(audit: Audit) -> Access {
         Access {
             permission: Permission::Admin,
             audit: Some(audit),

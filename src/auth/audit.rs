@@ -43,7 +43,7 @@ pub struct Audit {
     pub fields: &'static [&'static str],
     /// Whether the line also names the configuration keys the body sets
     /// (UPDATE_NAMESRV_CONFIG).
-    pub config_keys: bool,
+    pub(crate) config_keys: bool,
 }
 
 /// Issued when a request is let through; for admin requests it carries what the audit line
@@ -66,7 +66,7 @@ pub(super) struct AuditEntry {
 
 impl Ticket {
     /// A ticket that records nothing (auth off, or a request that is not admin).
-    pub const NONE: Ticket = Ticket(None);
+    pub(crate) const NONE: Ticket = Ticket(None);
 
     /// Writes the audit line of an admin request, with the code of its `response` (`None` for
     /// one-way requests).

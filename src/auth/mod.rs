@@ -34,11 +34,12 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
-pub use access::Access;
-pub use accounts::LoadError;
-pub use audit::{Audit, Ticket};
-pub use policy::{Admission, Permission, Reason, Refusal};
-pub use stats::AuthStats;
+pub(crate) use access::Access;
+pub(crate) use accounts::LoadError;
+pub(crate) use audit::{Audit, Ticket};
+pub(crate) use policy::{Admission, Refusal};
+pub use policy::{Permission, Reason};
+pub(crate) use stats::AuthStats;
 
 use crate::config::{AuthMode, Settings};
 use crate::file_watch::{Fingerprint, Trigger, fingerprint};
@@ -164,7 +165,7 @@ impl Gate {
     /// [`policy::Policy::check_credentials`] on the current accounts, for HTTP Basic
     /// credentials (`None`: none, or none readable) from `peer`; refusals are counted.
     /// Everything passes when the gate is off.
-    pub fn check_basic(
+    pub(crate) fn check_basic(
         &self,
         credentials: Option<(&str, &str)>,
         class: Permission,

@@ -18,8 +18,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 pub use guard::STEERING_KEYS;
-pub use settings::{Apply, AuthMode, Env, Group, Settings};
-pub use value::{InvalidSetting, Millis, Parsed, Seconds};
+pub(crate) use settings::Group;
+pub use settings::{Apply, AuthMode, Env, Settings};
+pub(crate) use value::InvalidSetting;
+pub use value::Seconds;
 
 /// Why the configuration could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -234,7 +236,7 @@ impl Config {
     }
 
     /// Every effective key and value, this server's own keys included, sorted by key.
-    pub fn effective_properties(&self) -> BTreeMap<String, String> {
+    pub(crate) fn effective_properties(&self) -> BTreeMap<String, String> {
         let mut all = self.all_properties();
         for info in Settings::KEYS {
             all.entry(info.name.to_owned())
@@ -246,7 +248,7 @@ impl Config {
     /// Applies UPDATE_NAMESRV_CONFIG properties sent by a client: [`Config::update`], after
     /// refusing the keys that decide where clients are sent or whether this server is ready
     /// unless `authMode=enforce` ([`STEERING_KEYS`]).
-    pub fn update_from_request(
+    pub(crate) fn update_from_request(
         &mut self,
         props: &[(String, String)],
     ) -> Result<Vec<String>, UpdateError> {
@@ -303,13 +305,13 @@ impl Config {
     /// Refuses `next` (this configuration after an update) if the server could not bind the
     /// address and port it names at its next start. Binds sockets: call it off the runtime's
     /// workers.
-    pub fn check_startable(&self, next: &Config) -> Result<(), UpdateError> {
+    pub(crate) fn check_startable(&self, next: &Config) -> Result<(), UpdateError> {
         guard::check_bindable(self, next)
     }
 
     /// Writes all properties to `configStorePath`, durably (escaped so they read back
     /// exactly).
-    pub fn persist(&self) -> std::io::Result<()> {
+    pub(crate) fn persist(&self) -> std::io::Result<()> {
         let mut all = self.all_properties();
         all.extend(self.tls_lines.iter().cloned());
         let text = properties::render_escaped(all.iter().map(|(k, v)| (k.as_str(), v.as_str())));
@@ -324,7 +326,7 @@ impl Config {
 
 /// Whether a config-file key is one of the `tls.*` keys, which Java reads from system
 /// properties and `tls.config.file` (`TlsSystemConfig`) rather than from `NamesrvConfig`.
-pub fn is_tls_key(key: &str) -> bool {
+pub(crate) fn is_tls_key(key: &str) -> bool {
     key.starts_with("tls.")
 }
 

@@ -14,7 +14,7 @@ use super::{Apply, Config, ConfigError, Settings};
 
 /// What a reload would do.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReloadPlan {
+pub(crate) struct ReloadPlan {
     /// Changed keys applied now, with their new values (as UPDATE_NAMESRV_CONFIG applies them).
     pub apply: Vec<(String, String)>,
     /// Changed keys that take effect only at a restart; not applied.
@@ -25,7 +25,7 @@ pub struct ReloadPlan {
 
 impl ReloadPlan {
     /// Whether the file changes nothing at all.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.apply.is_empty() && self.restart.is_empty() && self.refused.is_empty()
     }
 }
@@ -38,7 +38,7 @@ impl Config {
     }
 
     /// What changed from `self` to `fresh`.
-    pub fn reload_plan(&self, fresh: &Config) -> ReloadPlan {
+    pub(crate) fn reload_plan(&self, fresh: &Config) -> ReloadPlan {
         let mut plan = ReloadPlan::default();
         let (now, then) = (self.all_properties(), fresh.all_properties());
         for info in Settings::KEYS {

@@ -325,7 +325,7 @@ impl SettingValue for AuthMode {
 
 impl Settings {
     /// How long after start route lookups are refused (`needWaitForService`), if at all.
-    pub fn service_wait(&self) -> Option<std::time::Duration> {
+    pub(crate) fn service_wait(&self) -> Option<std::time::Duration> {
         self.need_wait_for_service
             .then(|| self.wait_seconds_for_service.duration())
     }

@@ -6,7 +6,8 @@
 
 pub(crate) mod table;
 
-pub use table::{Cost, Handler, Later, NAMESRV, RequestTable, Route, Writes, index_of, numbered};
+pub(crate) use table::{Cost, Handler};
+pub use table::{Later, NAMESRV, RequestTable, Route, Writes, index_of, numbered};
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -32,7 +33,7 @@ pub struct Served {
     /// on accepted connections) and while `pending`.
     pub response: Option<RemotingCommand>,
     /// A broker now belongs to the request's connection.
-    pub registered_broker: bool,
+    pub(crate) registered_broker: bool,
     /// Set when the handler finishes later: the connection awaits it beside its other
     /// requests and writes what it gives (its response carries the request's opaque).
     pub pending: Option<Pending>,

@@ -149,7 +149,7 @@ impl Route {
     }
 
     /// An admin row whose audit lines show `fields`.
-    pub const fn audited(mut self, fields: &'static [&'static str]) -> Route {
+    pub(crate) const fn audited(mut self, fields: &'static [&'static str]) -> Route {
         self.access = Access::audited(Audit {
             request: self.name,
             fields,
@@ -159,7 +159,7 @@ impl Route {
     }
 
     /// An admin row whose audit lines name the configuration keys its body sets.
-    pub const fn audited_with_config_keys(mut self) -> Route {
+    pub(crate) const fn audited_with_config_keys(mut self) -> Route {
         self.access = Access::audited(Audit {
             request: self.name,
             fields: &[],

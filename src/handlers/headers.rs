@@ -37,7 +37,7 @@ pub(crate) struct RegisterBrokerHeader<'a> {
     /// `compressed` (false when absent).
     pub compressed: bool,
     /// `bodyCrc32` (0, meaning unchecked, when absent or not a number).
-    pub body_crc32: i32,
+    pub(crate) body_crc32: i32,
     /// `__ZONE_NAME`, if sent.
     pub zone_name: Option<&'a str>,
 }
@@ -118,7 +118,7 @@ pub(crate) struct QueryDataVersionHeader<'a> {
     /// `clusterName`.
     pub cluster: &'a str,
     /// Sent by a peer name server's check ([`PEER_CHECK_FIELD`]): no heartbeat of the broker.
-    pub peer_check: bool,
+    pub(crate) peer_check: bool,
 }
 
 impl<'a> QueryDataVersionHeader<'a> {
@@ -163,9 +163,9 @@ pub(crate) struct GetRouteInfoHeader<'a> {
     /// `topic`.
     pub topic: &'a str,
     /// `acceptStandardJsonOnly` is true.
-    pub accept_standard_json_only: bool,
+    pub(crate) accept_standard_json_only: bool,
     /// `__ZONE_MODE` is true.
-    pub zone_mode: bool,
+    pub(crate) zone_mode: bool,
     /// `__ZONE_NAME`, if sent.
     pub zone_name: Option<&'a str>,
 }

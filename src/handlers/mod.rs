@@ -45,10 +45,10 @@ impl<'a> Context<'a> {
 
 /// What serving a request did besides answering it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Effects {
+pub(crate) struct Effects {
     /// A broker was registered on (or, restored from a snapshot, adopted by) the request's
     /// connection, so that closing the connection unregisters it.
-    pub registered_broker: bool,
+    pub(crate) registered_broker: bool,
     /// How a successful REGISTER_BROKER was applied (for the metrics the dispatcher records).
     pub registration: Option<RegistrationOutcome>,
 }
@@ -59,7 +59,7 @@ pub struct Reply {
     /// The response (the dispatcher sets its opaque).
     pub response: RemotingCommand,
     /// What serving the request did.
-    pub effects: Effects,
+    pub(crate) effects: Effects,
 }
 
 impl From<RemotingCommand> for Reply {

@@ -54,7 +54,7 @@ pub(crate) fn route(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RouteOptions {
     /// `orderMessageEnable`.
-    pub order_message_enable: bool,
+    pub(crate) order_message_enable: bool,
     /// `supportActingMaster`.
     pub support_acting_master: bool,
 }

@@ -46,9 +46,9 @@ use crate::auth::Gate;
 use crate::config::Settings;
 use crate::log_limit::LogLimit;
 use crate::state::Namesrv;
+pub(crate) use listener::Peer;
 pub use listener::{
-    CONNECTION_BUDGET, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT,
-    PROBE_RESERVE, Peer, WRITE_TIMEOUT,
+    HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT, WRITE_TIMEOUT,
 };
 
 /// What every handler gets.

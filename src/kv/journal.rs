@@ -123,9 +123,9 @@ pub(super) struct Contents {
     /// while the journal was being created, before any change was written to it).
     pub base: Option<u64>,
     /// The complete records, in order.
-    pub edits: Vec<Edit>,
+    pub(crate) edits: Vec<Edit>,
     /// Bytes after the last complete record.
-    pub torn: usize,
+    pub(crate) torn: usize,
 }
 
 /// Reads the journal beside `kv_path`; `None` when there is none.

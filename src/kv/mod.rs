@@ -28,9 +28,9 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::protocol::body::lists::kv_table;
 use group_commit::GroupCommit;
-pub use java_map::JavaHashMap;
+pub(crate) use java_map::JavaHashMap;
 use journal::Edit;
-pub use load::LoadError;
+pub(crate) use load::LoadError;
 
 /// The namespace whose values feed REGISTER_BROKER responses and `orderTopicConf`.
 pub const ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";
@@ -42,9 +42,9 @@ type Namespaces = JavaHashMap<JavaHashMap<String>>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KvLimits {
     /// The largest value, in UTF-8 bytes.
-    pub max_value_bytes: usize,
+    pub(crate) max_value_bytes: usize,
     /// The most the table may hold: every namespace, key and value, in UTF-8 bytes.
-    pub max_total_bytes: usize,
+    pub(crate) max_total_bytes: usize,
 }
 
 impl KvLimits {
@@ -70,9 +70,9 @@ impl Default for KvLimits {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Tuning {
     /// Tables holding more bytes than this are journaled.
-    pub write_through_max: usize,
+    pub(crate) write_through_max: usize,
     /// The journal is folded into the file once it is larger than this and than the file.
-    pub compact_min: u64,
+    pub(crate) compact_min: u64,
 }
 
 impl Default for Tuning {
@@ -112,7 +112,8 @@ pub enum KvError {
 
 impl KvError {
     /// Whether the client's request, not the server, is at fault.
-    pub fn is_refusal(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_refusal(&self) -> bool {
         !matches!(self, KvError::Io(_))
     }
 }
@@ -198,7 +199,7 @@ impl KvStore {
 
     /// Every namespace in name order, with its number of keys and its first `limit` entries
     /// in key order: what a status page shows, without copying the rest of the table.
-    pub fn overview(&self, limit: usize) -> Vec<NamespaceOverview> {
+    pub(crate) fn overview(&self, limit: usize) -> Vec<NamespaceOverview> {
         let table = self.table.read();
         let mut out: Vec<NamespaceOverview> = table
             .iter()
@@ -251,7 +252,7 @@ impl KvStore {
 
 /// One namespace as [`KvStore::overview`] describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NamespaceOverview {
+pub(crate) struct NamespaceOverview {
     /// The namespace.
     pub namespace: String,
     /// How many keys it has.

@@ -79,7 +79,7 @@ pub struct RequestSeries {
 
 impl RequestSeries {
     /// The series of codes no table serves.
-    pub const OTHER: RequestSeries = RequestSeries {
+    pub(crate) const OTHER: RequestSeries = RequestSeries {
         slot: (REQUEST_SLOTS - 1) as u8,
         label: OTHER,
         class: LatencyClass::Other,

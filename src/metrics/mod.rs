@@ -30,8 +30,9 @@ use parking_lot::Mutex;
 
 use crate::protocol::body::Name;
 
-pub use codes::{LatencyClass, RequestSeries};
-pub use histogram::Histogram;
+pub use codes::LatencyClass;
+pub(crate) use codes::RequestSeries;
+pub(crate) use histogram::Histogram;
 
 /// Why a broker left the live table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,7 +201,7 @@ pub struct Metrics {
 /// At most this many clusters get their own `cluster` series; the rest are summed under
 /// `cluster="_other"`, so brokers registering arbitrary cluster names cannot grow the
 /// exposition without bound.
-pub const MAX_CLUSTER_SERIES: usize = 100;
+pub(crate) const MAX_CLUSTER_SERIES: usize = 100;
 
 impl Default for Metrics {
     fn default() -> Self {
@@ -273,7 +274,7 @@ impl Metrics {
     }
 
     /// Bytes read from clients.
-    pub fn received(&self, bytes: usize) {
+    pub(crate) fn received(&self, bytes: usize) {
         add(&self.received_bytes, bytes as u64);
     }
 
@@ -299,17 +300,17 @@ impl Metrics {
     }
 
     /// Connections open now.
-    pub fn connections_open(&self) -> i64 {
+    pub(crate) fn connections_open(&self) -> i64 {
         self.connections_open.load(Ordering::Relaxed)
     }
 
     /// Connections accepted since start.
-    pub fn connections_accepted(&self) -> u64 {
+    pub(crate) fn connections_accepted(&self) -> u64 {
         read(&self.connections_accepted)
     }
 
     /// Connections refused since start, over all reasons.
-    pub fn connections_refused(&self) -> u64 {
+    pub(crate) fn connections_refused(&self) -> u64 {
         self.connections_refused.iter().map(read).sum()
     }
 
@@ -343,11 +344,6 @@ impl Metrics {
                 seen.insert(Name::from(cluster));
             }
         }
-    }
-
-    /// Evictions for `reason` since start.
-    pub fn evictions(&self, reason: Eviction) -> u64 {
-        read(&self.evictions[reason as usize])
     }
 
     /// A connection's prelude ended as `outcome`.

@@ -51,9 +51,9 @@ pub(crate) struct PeerSettings {
     /// Time between rounds.
     pub interval: Duration,
     /// How long a difference must last to be reported.
-    pub divergence_after: Duration,
+    pub(crate) divergence_after: Duration,
     /// Largest answer accepted from a peer.
-    pub max_answer_bytes: usize,
+    pub(crate) max_answer_bytes: usize,
 }
 
 impl PeerSettings {

@@ -40,7 +40,7 @@ pub mod response {
     /// Handler failure, bad input, a disabled feature, or a server that is not ready.
     pub const SYSTEM_ERROR: i32 = 1;
     /// The server is overloaded.
-    pub const SYSTEM_BUSY: i32 = 2;
+    pub(crate) const SYSTEM_BUSY: i32 = 2;
     /// The request code is not one the server handles.
     pub const REQUEST_CODE_NOT_SUPPORTED: i32 = 3;
     /// UPDATE_NAMESRV_CONFIG touched a black-listed key.
@@ -59,13 +59,13 @@ pub mod version {
     /// `V3_0_11`: from here on REGISTER_BROKER carries a `RegisterBrokerBody`.
     pub const V3_0_11: i32 = 37;
     /// `V4_9_4`: from here on route bodies are written as standard JSON.
-    pub const V4_9_4: i32 = 401;
+    pub(crate) const V4_9_4: i32 = 401;
     /// `V5_0_0`: compressed registration bodies carry the static-topic mapping section.
-    pub const V5_0_0: i32 = 413;
+    pub(crate) const V5_0_0: i32 = 413;
     /// `V5_3_1`: a server shutting down gracefully answers `GO_AWAY` only to newer clients.
     pub const V5_3_1: i32 = 475;
     /// `V5_3_3`: the version this server stamps on its responses, as Java 5.3.3 does.
-    pub const CURRENT: i32 = 479;
+    pub(crate) const CURRENT: i32 = 479;
 
     /// Releases after `V3_0_0_FINAL` (ordinal 15), in enum order: each patch `x.y.z` of a
     /// run `(x, y, first z, last z)` has a `_SNAPSHOT` ordinal followed by its own.
@@ -154,7 +154,7 @@ impl SerializeType {
     }
 
     /// The type for a wire byte, if it is one of the two known ones.
-    pub fn from_code(code: u8) -> Option<Self> {
+    pub(crate) fn from_code(code: u8) -> Option<Self> {
         match code {
             0 => Some(SerializeType::Json),
             1 => Some(SerializeType::RocketMq),
@@ -258,7 +258,7 @@ impl LanguageCode {
     }
 
     /// The code for a binary-header byte; unknown bytes have no language, as in Java.
-    pub fn from_code(code: u8) -> Option<Self> {
+    pub(crate) fn from_code(code: u8) -> Option<Self> {
         LANGUAGES.get(code as usize).map(|(lang, _)| *lang)
     }
 

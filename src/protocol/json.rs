@@ -37,7 +37,7 @@ impl<'a> JsonWriter<'a> {
     }
 
     /// Writes one punctuation byte (`{`, `}`, `[`, `]`, `,`).
-    pub fn punct(&mut self, b: u8) {
+    pub(crate) fn punct(&mut self, b: u8) {
         self.out.push(b);
     }
 
@@ -49,13 +49,13 @@ impl<'a> JsonWriter<'a> {
     }
 
     /// Writes a string map key followed by `:`.
-    pub fn str_key(&mut self, key: &str) {
+    pub(crate) fn str_key(&mut self, key: &str) {
         self.string(key);
         self.out.push(b':');
     }
 
     /// Writes a numeric map key: `0:` in legacy style, `"0":` in standard style.
-    pub fn num_key(&mut self, key: i64) {
+    pub(crate) fn num_key(&mut self, key: i64) {
         let mut buf = itoa::Buffer::new();
         let text = buf.format(key);
         match self.style {
@@ -99,7 +99,7 @@ impl<'a> JsonWriter<'a> {
     }
 
     /// Writes a `["a","b"]` array of strings.
-    pub fn string_array<'s>(&mut self, items: impl IntoIterator<Item = &'s str>) {
+    pub(crate) fn string_array<'s>(&mut self, items: impl IntoIterator<Item = &'s str>) {
         self.out.push(b'[');
         for (i, item) in items.into_iter().enumerate() {
             if i > 0 {

@@ -28,4 +28,5 @@ pub mod signature;
 
 pub use code::{LanguageCode, SerializeType};
 pub use command::{ExtFields, RemotingCommand};
-pub use frame::{DecodeError, FrameLimits, decode_frame, encode_frame, split_frame};
+pub(crate) use frame::DecodeError;
+pub use frame::{FrameLimits, decode_frame, encode_frame, split_frame};

@@ -191,13 +191,13 @@ pub(crate) struct RouteInfo {
     pub queue_datas: Vec<QueueInfo>,
     /// Filter servers by broker address.
     #[serde(default)]
-    pub filter_server_table: Ordered<Option<Vec<String>>>,
+    pub(crate) filter_server_table: Ordered<Option<Vec<String>>>,
     /// `brokerName:queueNum;…` of an order topic.
     #[serde(default, deserialize_with = "lenient::opt_string")]
     pub order_topic_conf: Option<String>,
     /// Static-topic mappings, kept as JSON.
     #[serde(default)]
-    pub topic_queue_mapping_by_broker: Option<serde_json::Value>,
+    pub(crate) topic_queue_mapping_by_broker: Option<serde_json::Value>,
 }
 
 impl RouteInfo {

@@ -6,7 +6,7 @@ use crate::protocol::code::request;
 
 /// What went wrong with one request to one server.
 #[derive(Debug, thiserror::Error)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// No TCP connection could be made.
     #[error("connect failed: {0}")]
     Connect(std::io::Error),
@@ -37,7 +37,7 @@ pub enum Failure {
 
 impl Failure {
     /// Whether the server answered (and said no), as opposed to not being reachable.
-    pub fn is_refusal(&self) -> bool {
+    pub(crate) fn is_refusal(&self) -> bool {
         matches!(self, Failure::Refused { .. } | Failure::BadAnswer(_))
     }
 }
@@ -45,7 +45,7 @@ impl Failure {
 /// A failed request: which server, which request, what happened.
 #[derive(Debug, thiserror::Error)]
 #[error("{server}: {} ({code}): {failure}", request_name(*code))]
-pub struct CallError {
+pub(crate) struct CallError {
     /// The server's address.
     pub server: String,
     /// The request code.

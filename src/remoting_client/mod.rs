@@ -54,7 +54,7 @@ pub struct ClientOptions {
     /// bytes trickle in.
     pub timeout: Duration,
     /// How long to wait for a TCP connection (mqadmin: 3000 ms).
-    pub connect_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
     /// Header encoding of requests.
     pub serialize_type: SerializeType,
     /// Credentials to sign every request with (mqadmin's come from `tools.yml`).
@@ -63,7 +63,7 @@ pub struct ClientOptions {
     pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
     /// Largest answer frame accepted; a larger one is refused from its length prefix, before
     /// its bytes are read, and its connection dropped.
-    pub max_answer_bytes: usize,
+    pub(crate) max_answer_bytes: usize,
 }
 
 impl Default for ClientOptions {

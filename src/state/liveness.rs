@@ -17,4 +17,4 @@ pub struct BrokerAddr {
 }
 
 /// The default broker expiry, `RouteInfoManager.DEFAULT_BROKER_CHANNEL_EXPIRED_TIME`.
-pub const DEFAULT_BROKER_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const DEFAULT_BROKER_TIMEOUT: Duration = Duration::from_secs(120);

@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use crate::config::Config;
 use crate::kv::KvStore;
 use crate::metrics::{Eviction, Metrics};
-pub use phase::Phase;
+pub(crate) use phase::Phase;
 use phase::{AtomicPhase, Event};
 use route_table::unregister::Unregistration;
 pub use route_table::{ConnId, RouteTable};
@@ -128,7 +128,7 @@ impl Namesrv {
     }
 
     /// A fresh connection id.
-    pub fn next_conn_id(&self) -> ConnId {
+    pub(crate) fn next_conn_id(&self) -> ConnId {
         ConnId(self.inner.next_conn.fetch_add(1, Ordering::Relaxed))
     }
 
@@ -154,7 +154,7 @@ impl Namesrv {
     }
 
     /// Counts an accepted connection as open until the returned guard is dropped.
-    pub fn connection_opened(&self) -> OpenConnection {
+    pub(crate) fn connection_opened(&self) -> OpenConnection {
         self.metrics().accepted();
         OpenConnection(self.clone())
     }
@@ -165,18 +165,18 @@ impl Namesrv {
     }
 
     /// Marks the server as shutting down (draining its connections).
-    pub fn begin_shutdown(&self) {
+    pub(crate) fn begin_shutdown(&self) {
         self.inner.phase.apply(Event::BeginShutdown);
     }
 
     /// Whether shutdown has begun.
-    pub fn shutting_down(&self) -> bool {
+    pub(crate) fn shutting_down(&self) -> bool {
         self.phase().shutting_down()
     }
 
     /// A connection idled out: unregister brokers it still owned, unless eviction protection
     /// holds them.
-    pub fn connection_idled_out(&self, conn: ConnId) {
+    pub(crate) fn connection_idled_out(&self, conn: ConnId) {
         if self.routes_frozen() {
             return;
         }
@@ -189,12 +189,12 @@ impl Namesrv {
 
     /// Shutdown is closing every connection: their brokers stay registered from now on (the
     /// process is about to exit, and the last route snapshot should show them).
-    pub fn freeze_routes(&self) {
+    pub(crate) fn freeze_routes(&self) {
         self.inner.phase.apply(Event::Freeze);
     }
 
     /// Whether [`Namesrv::freeze_routes`] was called.
-    pub fn routes_frozen(&self) -> bool {
+    pub(crate) fn routes_frozen(&self) -> bool {
         self.phase().routes_frozen()
     }
 
@@ -205,7 +205,7 @@ impl Namesrv {
     }
 
     /// Whether [`Namesrv::go_away`] was called.
-    pub fn going_away(&self) -> bool {
+    pub(crate) fn going_away(&self) -> bool {
         self.phase().going_away()
     }
 
@@ -215,7 +215,7 @@ impl Namesrv {
     }
 
     /// The eviction-protection settings in force now.
-    pub fn protection_policy(&self) -> protection::Policy {
+    pub(crate) fn protection_policy(&self) -> protection::Policy {
         protection::Policy::from_settings(&self.config().settings)
     }
 
@@ -228,7 +228,7 @@ impl Namesrv {
 /// Keeps a connection counted in `namesrv_connections_open`; see
 /// [`Namesrv::connection_opened`].
 #[derive(Debug)]
-pub struct OpenConnection(Namesrv);
+pub(crate) struct OpenConnection(Namesrv);
 
 impl Drop for OpenConnection {
     fn drop(&mut self) {

@@ -15,14 +15,14 @@ use tokio::time::Instant;
 use super::Namesrv;
 
 /// Ext field of a peer's QUERY_DATA_VERSION: the asking node's id.
-pub const PEER_CHECK_FIELD: &str = "namesrvPeerCheck";
+pub(crate) const PEER_CHECK_FIELD: &str = "namesrvPeerCheck";
 /// Ext field of the answer: the answering node's id.
-pub const NODE_FIELD: &str = "namesrvNode";
+pub(crate) const NODE_FIELD: &str = "namesrvNode";
 /// GET_NAMESRV_CONFIG status line: brokers registered here that a peer lacks or holds at an
 /// older data version, for longer than `peerDivergenceAfterMillis`.
-pub const DIVERGENT_KEY: &str = "namesrvPeersDivergentBrokers";
+pub(crate) const DIVERGENT_KEY: &str = "namesrvPeersDivergentBrokers";
 /// GET_NAMESRV_CONFIG status line: peers that could not be asked in the last round.
-pub const UNREACHABLE_KEY: &str = "namesrvPeersUnreachable";
+pub(crate) const UNREACHABLE_KEY: &str = "namesrvPeersUnreachable";
 
 /// How a peer's view of a broker differs from this node's.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -72,7 +72,7 @@ pub struct PeerReport {
 
 impl PeerReport {
     /// The GET_NAMESRV_CONFIG status lines (none while everything agrees).
-    pub fn status_lines(&self) -> Vec<(String, String)> {
+    pub(crate) fn status_lines(&self) -> Vec<(String, String)> {
         let unreachable = self
             .peers
             .iter()
@@ -97,7 +97,7 @@ pub(super) fn new_node_id() -> u64 {
 
 impl Namesrv {
     /// This node's id among its peers.
-    pub fn node_id(&self) -> u64 {
+    pub(crate) fn node_id(&self) -> u64 {
         self.inner.peering.node_id
     }
 
@@ -107,7 +107,7 @@ impl Namesrv {
     }
 
     /// Replaces the report of the peer checks.
-    pub fn set_peer_report(&self, report: PeerReport) {
+    pub(crate) fn set_peer_report(&self, report: PeerReport) {
         *self.inner.peering.report.lock() = report;
     }
 }

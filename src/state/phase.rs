@@ -59,7 +59,7 @@ impl Phase {
     }
 
     /// Whether shutdown has begun.
-    pub fn shutting_down(self) -> bool {
+    pub(crate) fn shutting_down(self) -> bool {
         matches!(
             self,
             Phase::Draining | Phase::GoingAway | Phase::Frozen { .. }
@@ -67,12 +67,12 @@ impl Phase {
     }
 
     /// Whether newer clients are answered `GO_AWAY`.
-    pub fn going_away(self) -> bool {
+    pub(crate) fn going_away(self) -> bool {
         matches!(self, Phase::GoingAway | Phase::Frozen { going_away: true })
     }
 
     /// Whether closing connections leave their brokers registered.
-    pub fn routes_frozen(self) -> bool {
+    pub(crate) fn routes_frozen(self) -> bool {
         matches!(self, Phase::Frozen { .. })
     }
 

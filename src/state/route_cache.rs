@@ -15,9 +15,9 @@ use crate::protocol::json::JsonStyle;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stamp {
     /// The topic's revision.
-    pub revision: u64,
+    pub(crate) revision: u64,
     /// The route table's broker epoch.
-    pub broker_epoch: u64,
+    pub(crate) broker_epoch: u64,
     /// The configuration/KV epoch.
     pub external_epoch: u64,
 }

@@ -27,14 +27,14 @@ use writer::{CapOptions, Capped, OneLine};
 
 mod writer;
 
-pub use writer::parse_size;
+pub(crate) use writer::parse_size;
 
 /// The `tracing` target of audit lines: defined here, where the logs are routed, and used by
 /// `auth`, which writes them.
-pub const AUDIT_TARGET: &str = "namesrv::audit";
+pub(crate) const AUDIT_TARGET: &str = "namesrv::audit";
 
 /// The default of `--log-max-size`: 256 MiB per file.
-pub const DEFAULT_MAX_SIZE: u64 = 256 << 20;
+pub(crate) const DEFAULT_MAX_SIZE: u64 = 256 << 20;
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -85,7 +85,7 @@ pub struct LogGuard {
 const PREFIX: &str = "namesrv-rs";
 
 /// The name of the link to the current log file.
-pub const CURRENT_LOG: &str = "namesrv-rs.log";
+pub(crate) const CURRENT_LOG: &str = "namesrv-rs.log";
 
 /// Installs the global subscriber. An unparsable filter, a log directory that cannot be used
 /// or an audit file that cannot be opened is an error naming it.

@@ -22,7 +22,8 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 pub use material::TlsError;
-pub use settings::{ClientAuth, ServerMode, TlsSettings};
+pub(crate) use settings::ServerMode;
+pub use settings::TlsSettings;
 
 use crate::file_watch::{Fingerprint, Trigger, fingerprint, reload_on_request_or_change};
 
@@ -104,7 +105,7 @@ impl ServerTls {
     }
 
     /// The acceptor for one handshake, with the material current at this moment.
-    pub fn acceptor(&self) -> tokio_rustls::TlsAcceptor {
+    pub(crate) fn acceptor(&self) -> tokio_rustls::TlsAcceptor {
         tokio_rustls::TlsAcceptor::from(self.0.current.load_full())
     }
 

@@ -19,7 +19,7 @@
 use std::path::{Path, PathBuf};
 
 /// Where `tls.config.file` points by default.
-pub const DEFAULT_CONFIG_FILE: &str = "/etc/rocketmq/tls.properties";
+pub(crate) const DEFAULT_CONFIG_FILE: &str = "/etc/rocketmq/tls.properties";
 
 /// The server's TLS mode (`tls.server.mode`), decided per connection on its first byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -274,7 +274,7 @@ impl TlsSettings {
     }
 
     /// The files a server reload watches: the config file and the server's material.
-    pub fn watched_files(&self) -> Vec<PathBuf> {
+    pub(crate) fn watched_files(&self) -> Vec<PathBuf> {
         let mut files = vec![self.config_file.clone()];
         for p in [
             &self.server_cert_path,

@@ -22,7 +22,7 @@ use crate::remoting_client::{CallError, Client, Failure, Request};
 #[derive(Debug, Default)]
 pub(crate) struct Outcome {
     /// Failures, one stderr line each.
-    pub problems: Vec<Problem>,
+    pub(crate) problems: Vec<Problem>,
     /// The exit code, when the command decides it itself.
     pub exit: Option<u8>,
     /// How many of `problems` were already printed (by `clusterList -i` as it goes).
@@ -80,7 +80,7 @@ pub(crate) struct Ctx<'a> {
     /// The name servers, in written order.
     pub servers: Vec<String>,
     /// Whether `-n` gave them (rather than `NAMESRV_ADDR`).
-    pub from_option: bool,
+    pub(crate) from_option: bool,
     /// `--json` was given.
     pub json: bool,
     /// stdout.
@@ -88,7 +88,7 @@ pub(crate) struct Ctx<'a> {
     /// stderr, for commands that report while they run.
     err: &'a mut dyn Write,
     /// Failures that do not end the command.
-    pub problems: Vec<Problem>,
+    pub(crate) problems: Vec<Problem>,
     /// How many of `problems` were printed already.
     printed: usize,
     /// The name server reads go to (chosen at random, kept while it answers).

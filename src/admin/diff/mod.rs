@@ -33,11 +33,11 @@ pub(crate) struct Plan {
     /// Only these topics (`-t`), else every topic each node lists.
     pub topics: Option<Vec<String>>,
     /// KV namespaces to compare (`-s`).
-    pub namespaces: Vec<String>,
+    pub(crate) namespaces: Vec<String>,
     /// Compare brokers' data versions (`--dataVersion`).
     pub data_version: bool,
     /// Config keys left out (`--ignoreConfig`).
-    pub ignore_config: Vec<String>,
+    pub(crate) ignore_config: Vec<String>,
 }
 
 /// One node's answers: sections in a fixed order; `None` where the node could not be read.
@@ -46,9 +46,9 @@ pub(crate) struct Node {
     /// The node's address.
     pub addr: String,
     /// `(kind, section)` pairs, the same kinds in the same order for every node.
-    pub sections: Vec<(String, Option<Section>)>,
+    pub(crate) sections: Vec<(String, Option<Section>)>,
     /// What went wrong while reading it.
-    pub problems: Vec<Problem>,
+    pub(crate) problems: Vec<Problem>,
 }
 
 fn list_option(parsed: &Parsed, long: &str) -> Vec<String> {

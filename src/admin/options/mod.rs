@@ -23,11 +23,11 @@ pub(crate) struct OptSpec {
     /// The long name (`--namesrvAddr`).
     pub long: &'static str,
     /// Whether the option takes a value.
-    pub takes_value: bool,
+    pub(crate) takes_value: bool,
     /// Whether the option must be given.
     pub required: bool,
     /// The help text.
-    pub desc: &'static str,
+    pub(crate) desc: &'static str,
 }
 
 impl OptSpec {
@@ -75,7 +75,7 @@ pub(crate) struct CommandSpec {
     /// The name as mqadmin spells it (matched ignoring case).
     pub name: &'static str,
     /// The description listed by `nsadmin` without arguments.
-    pub desc: &'static str,
+    pub(crate) desc: &'static str,
     /// The command's own options.
     pub options: &'static [OptSpec],
     /// Which command this is.
@@ -111,7 +111,7 @@ impl Parsed {
 /// Why the command line was refused; the text is commons-cli's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct UsageError(pub String);
+pub(crate) struct UsageError(pub String);
 
 impl CommandSpec {
     /// The command's options followed by the common ones.

@@ -165,7 +165,7 @@ fn account_admits(account: &Account, class: Permission, peer: IpAddr) -> Result<
 
 /// How a request was let through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Admission<'p> {
+pub(crate) enum Admission<'p> {
     /// Its class needs no signature.
     Open,
     /// It came from a `globalWhiteRemoteAddresses` address.
@@ -238,7 +238,7 @@ pub struct Refusal {
     /// The peer's address.
     pub peer: IpAddr,
     /// For [`Reason::BadSignature`]: whether the signature was absent rather than wrong.
-    pub signature_missing: bool,
+    pub(crate) signature_missing: bool,
 }
 
 impl fmt::Display for Refusal {

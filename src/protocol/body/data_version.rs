@@ -59,7 +59,7 @@ impl DataVersion {
     }
 
     /// Java's `DataVersion.equals`.
-    pub fn same_as(&self, other: &DataVersion) -> bool {
+    pub(crate) fn same_as(&self, other: &DataVersion) -> bool {
         !self.timestamp_defaulted
             && !other.timestamp_defaulted
             && self.state_version == other.state_version

@@ -53,7 +53,7 @@ pub fn cluster_info(brokers: Vec<&BrokerData>, clusters: Vec<(&str, Vec<&str>)>)
 }
 
 /// `{"table":{k:v,…}}` for one KV namespace, its entries given in Java's `HashMap` order.
-pub fn kv_table<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<u8> {
+pub(crate) fn kv_table<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<u8> {
     let entries: Vec<(&str, &str)> = entries.into_iter().collect();
     let mut out = Vec::with_capacity(
         16 + entries
@@ -75,7 +75,7 @@ pub fn kv_table<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> Ve
 }
 
 /// `{"brokerMemberGroup":{"brokerAddrs":{…},"brokerName":…,"cluster":…}}`.
-pub fn broker_member_group(
+pub(crate) fn broker_member_group(
     cluster: &str,
     broker_name: &str,
     addrs: &BTreeMap<i64, Name>,

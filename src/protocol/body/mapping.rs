@@ -58,11 +58,6 @@ impl MappingInfo {
         Self::from_wire(wire)
     }
 
-    /// Parses an already-parsed JSON value (a map entry of a JSON registration body).
-    pub fn from_value(value: serde_json::Value) -> Result<MappingInfo, serde_json::Error> {
-        Self::from_wire(serde_json::from_value(value)?)
-    }
-
     fn from_wire(wire: Wire) -> Result<MappingInfo, serde_json::Error> {
         use serde::de::Error;
         let mut curr_id_map = Vec::new();

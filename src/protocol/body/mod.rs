@@ -14,7 +14,9 @@ pub(crate) mod topic_config;
 
 pub use data_version::DataVersion;
 pub use mapping::MappingInfo;
-pub use register::{DecodeOptions, RegisterBody, RegisterBodyError, TableHint, TopicSource};
+pub use register::{DecodeOptions, RegisterBody};
+pub(crate) use register::{RegisterBodyError, TableHint, TopicSource};
 pub use register_broker::RegisterBroker;
-pub use route::{BrokerData, Name, QueueData, TopicRouteData};
+pub(crate) use route::{BrokerData, QueueData};
+pub use route::{Name, TopicRouteData};
 pub use topic_config::TopicConfig;

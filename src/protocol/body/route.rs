@@ -40,7 +40,7 @@ pub struct QueueData {
 
 impl QueueData {
     /// Whether the write bit is set.
-    pub fn is_writeable(&self) -> bool {
+    pub(crate) fn is_writeable(&self) -> bool {
         self.perm & PERM_WRITE == PERM_WRITE
     }
 
@@ -96,7 +96,7 @@ impl BrokerData {
 }
 
 /// A broker-id → address map in the iteration order of Java's `HashMap<Long, String>`.
-pub fn addrs_in_java_order(addrs: &BTreeMap<i64, Name>) -> Vec<(i64, &Name)> {
+pub(crate) fn addrs_in_java_order(addrs: &BTreeMap<i64, Name>) -> Vec<(i64, &Name)> {
     let mut entries: Vec<(i64, &Name)> = addrs.iter().map(|(k, v)| (*k, v)).collect();
     sort_by_java_order(&mut entries, Table::DEFAULT, |(id, _)| long_hash(*id));
     entries
@@ -104,7 +104,7 @@ pub fn addrs_in_java_order(addrs: &BTreeMap<i64, Name>) -> Vec<(i64, &Name)> {
 
 /// Writes a broker-id → address map: unquoted keys in Java `HashMap` order (legacy) or quoted
 /// keys sorted numerically (standard).
-pub fn write_addrs(w: &mut JsonWriter<'_>, addrs: &BTreeMap<i64, Name>) {
+pub(crate) fn write_addrs(w: &mut JsonWriter<'_>, addrs: &BTreeMap<i64, Name>) {
     let entries: Vec<(i64, &Name)> = match w.style() {
         JsonStyle::Legacy => addrs_in_java_order(addrs),
         JsonStyle::Standard => addrs.iter().map(|(k, v)| (*k, v)).collect(),
@@ -128,7 +128,7 @@ pub struct TopicRouteData<'a> {
     /// Copies of the groups' broker data, in output order (owned when rewritten).
     pub broker_datas: Vec<Cow<'a, BrokerData>>,
     /// Filter servers by broker address (`None` values are omitted, as Java's null values).
-    pub filter_server_table: Vec<(Name, Option<&'a [String]>)>,
+    pub(crate) filter_server_table: Vec<(Name, Option<&'a [String]>)>,
     /// `brokerName:queueNum;…` from the ORDER_TOPIC_CONFIG namespace.
     pub order_topic_conf: Option<&'a str>,
     /// Static-topic mappings by broker name.
@@ -195,7 +195,7 @@ impl TopicRouteData<'_> {
 
 /// Orders the entries of a string-keyed map: sorted (standard, `MapSortField`) or in the
 /// order of a default Java `HashMap` (legacy).
-pub fn sort_map_entries<T>(entries: &mut [T], style: JsonStyle, key: impl Fn(&T) -> &str) {
+pub(crate) fn sort_map_entries<T>(entries: &mut [T], style: JsonStyle, key: impl Fn(&T) -> &str) {
     match style {
         JsonStyle::Standard => entries.sort_by(|a, b| java_string_cmp(key(a), key(b))),
         JsonStyle::Legacy => sort_strings_by_java_order(entries, Table::DEFAULT, key),
@@ -203,7 +203,7 @@ pub fn sort_map_entries<T>(entries: &mut [T], style: JsonStyle, key: impl Fn(&T)
 }
 
 /// Java's `String.compareTo`: by UTF-16 code units.
-pub fn java_string_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+pub(crate) fn java_string_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
 }
 
@@ -240,7 +240,7 @@ pub struct QueueDataInput {
 
 /// Reads the `queueDatas` of a `TopicRouteData` body; the rest of the body is only checked
 /// for syntax. A missing or null `queueDatas` gives an empty list.
-pub fn decode_queue_datas(json: &[u8]) -> Result<Vec<QueueDataInput>, String> {
+pub(crate) fn decode_queue_datas(json: &[u8]) -> Result<Vec<QueueDataInput>, String> {
     let mut s = Scanner::new(json);
     let mut it = s.begin_object().map_err(|e| e.to_string())?;
     let mut out = Vec::new();

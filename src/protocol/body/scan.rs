@@ -16,7 +16,7 @@ use std::ops::Range;
 #[error("JSON syntax error at byte {pos}: {what}")]
 pub struct ScanError {
     /// Offset of the offending byte.
-    pub pos: usize,
+    pub(crate) pos: usize,
     /// What was expected or found.
     pub what: &'static str,
 }

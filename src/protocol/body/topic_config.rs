@@ -78,7 +78,7 @@ impl TopicConfig {
 
     /// Parses the text form `name read write perm filterType [attributesJson]`, split on
     /// single spaces with trailing empty parts dropped, as Java's `String.split(" ")`.
-    pub fn from_text(text: &str) -> Result<TopicConfig, TopicConfigError> {
+    pub(crate) fn from_text(text: &str) -> Result<TopicConfig, TopicConfigError> {
         let bad = || TopicConfigError::Text(text.to_owned());
         let mut parts: Vec<&str> = text.split(' ').collect();
         while parts.last() == Some(&"") {
@@ -101,7 +101,7 @@ impl TopicConfig {
     }
 
     /// The topic name of a text-form config (its first part), without parsing the rest.
-    pub fn name_of_text(text: &str) -> &str {
+    pub(crate) fn name_of_text(text: &str) -> &str {
         text.split(' ').next().unwrap_or("")
     }
 }

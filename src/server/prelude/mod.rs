@@ -68,7 +68,7 @@ fn handshake_cost(taken: usize) -> usize {
 
 /// A connection after its prelude.
 #[derive(Debug)]
-pub enum Transport {
+pub(crate) enum Transport {
     /// Plaintext frames on the socket, after the bytes the prelude read.
     Plain(Started),
     /// Frames inside TLS.
@@ -77,7 +77,7 @@ pub enum Transport {
 
 /// Why a connection ended during its prelude.
 #[derive(Debug, thiserror::Error)]
-pub enum PreludeError {
+pub(crate) enum PreludeError {
     /// The peer closed before sending anything that needs an answer.
     #[error("closed by the peer")]
     Eof,

@@ -41,7 +41,7 @@ impl Started {
     }
 
     /// The bytes read ahead, and the socket.
-    pub fn into_parts(self) -> (Bytes, TcpStream) {
+    pub(crate) fn into_parts(self) -> (Bytes, TcpStream) {
         (self.head, self.socket)
     }
 
@@ -51,7 +51,7 @@ impl Started {
     }
 
     /// Waits until a read may return bytes (at once while bytes read ahead are left).
-    pub async fn readable(&self) -> io::Result<()> {
+    pub(crate) async fn readable(&self) -> io::Result<()> {
         match self.head.is_empty() {
             true => self.socket.readable().await,
             false => Ok(()),

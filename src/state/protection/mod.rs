@@ -45,10 +45,10 @@ use super::liveness::{BrokerAddr, DEFAULT_BROKER_TIMEOUT};
 use crate::config::Settings;
 
 /// A live broker as the route table hands it to [`decide`]: its key and its last heartbeat.
-pub type Judged = (BrokerAddr, Instant);
+pub(crate) type Judged = (BrokerAddr, Instant);
 
 /// GET_NAMESRV_CONFIG lists this key, with the number of held brokers, while a hold lasts.
-pub const HELD_BROKERS_KEY: &str = "evictionProtectionHeldBrokers";
+pub(crate) const HELD_BROKERS_KEY: &str = "evictionProtectionHeldBrokers";
 
 /// The protection settings in force for one decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,7 +109,7 @@ pub struct Heard {
     /// How long it may stay silent.
     pub timeout: Duration,
     /// Its connection was closed by the idle timeout after its last heartbeat.
-    pub idled_out: bool,
+    pub(crate) idled_out: bool,
 }
 
 impl Heard {
@@ -124,14 +124,14 @@ impl Heard {
     }
 
     /// Whether it has been silent past its timeout plus `max_hold`: no hold keeps it.
-    pub fn overdue(&self, now: Instant, max_hold: Duration) -> bool {
+    pub(crate) fn overdue(&self, now: Instant, max_hold: Duration) -> bool {
         self.timeout
             .checked_add(max_hold)
             .is_some_and(|limit| self.past(now, limit))
     }
 
     /// Whether it had been heard from over at least `span` by its last heartbeat.
-    pub fn has_history(&self, span: Duration) -> bool {
+    pub(crate) fn has_history(&self, span: Duration) -> bool {
         self.last.saturating_duration_since(self.first) >= span
     }
 
@@ -150,9 +150,9 @@ impl Heard {
 
 /// What to do with the due brokers of one live set.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision<K> {
+pub(crate) struct Decision<K> {
     /// Brokers to evict now, in the order the live set listed them.
-    pub evict: Vec<K>,
+    pub(crate) evict: Vec<K>,
     /// Due brokers kept because a mass expiry is under way.
     pub hold: Vec<K>,
     /// Every silent broker that counts (due ones included).
@@ -160,12 +160,12 @@ pub struct Decision<K> {
     /// How many brokers of the live set count (see the module's rule).
     pub live: usize,
     /// Whether the mass-expiry rule was in force (then `evict` holds only overdue brokers).
-    pub protecting: bool,
+    pub(crate) protecting: bool,
 }
 
 impl<K> Decision<K> {
     /// The same decision over other keys (e.g. owned ones for borrowed ones).
-    pub fn map<U>(self, mut f: impl FnMut(K) -> U) -> Decision<U> {
+    pub(crate) fn map<U>(self, mut f: impl FnMut(K) -> U) -> Decision<U> {
         Decision {
             evict: self.evict.into_iter().map(&mut f).collect(),
             hold: self.hold.into_iter().map(&mut f).collect(),
@@ -177,7 +177,7 @@ impl<K> Decision<K> {
 }
 
 /// Decides, at `now`, which brokers of the whole `live` set are evicted and which are held.
-pub fn decide<K: Clone>(
+pub(crate) fn decide<K: Clone>(
     policy: &Policy,
     now: Instant,
     live: impl IntoIterator<Item = (K, Heard)>,
@@ -245,7 +245,7 @@ pub struct ProtectionStatus {
 
 /// The warning that announces a hold: how many brokers fell silent, in which clusters, and
 /// how the hold ends.
-pub fn announcement(policy: &Policy, decision: &Decision<Judged>) -> String {
+pub(crate) fn announcement(policy: &Policy, decision: &Decision<Judged>) -> String {
     let clusters: BTreeSet<&str> = decision.silent.iter().map(|(k, _)| &*k.cluster).collect();
     format!(
         "EVICTION PROTECTION: {} of {} brokers fell silent at once (clusters: {}); keeping their \
@@ -274,7 +274,12 @@ pub struct Holds {
 
 impl Holds {
     /// Records a scan's decision: the brokers it held replace the previous set.
-    pub fn record_scan(&mut self, now: Instant, policy: &Policy, decision: &Decision<Judged>) {
+    pub(crate) fn record_scan(
+        &mut self,
+        now: Instant,
+        policy: &Policy,
+        decision: &Decision<Judged>,
+    ) {
         if decision.protecting {
             self.overdue_evictions += decision.evict.len() as u64;
             for (key, _) in &decision.evict {
@@ -291,7 +296,12 @@ impl Holds {
 
     /// Records the brokers held when their connection idled out (other brokers wait for the
     /// next scan).
-    pub fn record_idle(&mut self, now: Instant, policy: &Policy, decision: &Decision<Judged>) {
+    pub(crate) fn record_idle(
+        &mut self,
+        now: Instant,
+        policy: &Policy,
+        decision: &Decision<Judged>,
+    ) {
         if decision.hold.is_empty() {
             return;
         }

@@ -29,7 +29,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::protocol::body::{BrokerData, DataVersion, MappingInfo, Name, QueueData, TableHint};
-pub use crate::state::liveness::{BrokerAddr, DEFAULT_BROKER_TIMEOUT};
+pub(crate) use crate::state::liveness::{BrokerAddr, DEFAULT_BROKER_TIMEOUT};
 use crate::state::protection::{Heard, Holds};
 use crate::state::route_cache::RouteCache;
 
@@ -54,7 +54,7 @@ pub struct TopicEntry {
     /// One entry per broker group, in insertion order (Java order is applied on output).
     pub queues: Vec<QueueEntry>,
     /// Changes whenever the queue data or the static-topic mapping of this topic changes.
-    pub revision: u64,
+    pub(crate) revision: u64,
     /// Encoded route bodies, valid while the revision and the broker epoch are unchanged.
     pub cache: RouteCache,
     /// When the topic entered the table (Java lists same-bucket entries in that order).
@@ -98,7 +98,7 @@ pub struct BrokerGroup {
     pub data: BrokerData,
     /// Bumped on every change to this group's queue entries in any topic; a
     /// re-registration may skip all topic work only if nothing touched them since.
-    pub feed_generation: u64,
+    pub(crate) feed_generation: u64,
     /// When the group entered the table (Java lists same-bucket entries in that order).
     pub created: u64,
 }
@@ -113,12 +113,12 @@ pub struct AppliedRegistration {
     /// version only adds missing topics, after which the table is not known to be applied).
     pub table: Option<TableHint>,
     /// The group's feed generation right after applying it.
-    pub feed_generation: u64,
+    pub(crate) feed_generation: u64,
     /// How the body's topics were applied (master / prime slave / acting master).
     pub mode: u64,
     /// Whether `deleteTopicWithBrokerRegistration` was on, so topics missing from the table
     /// were dropped; switching it on makes the next registration do that work.
-    pub prunes: bool,
+    pub(crate) prunes: bool,
 }
 
 /// Java's `BrokerLiveInfo`: when a broker was last heard from, and on which connection.
@@ -126,7 +126,7 @@ pub struct AppliedRegistration {
 pub struct BrokerLive {
     /// The registration that put it in the live set (kept by its later registrations):
     /// eviction protection counts only brokers heard from over a while.
-    pub first_heard: Instant,
+    pub(crate) first_heard: Instant,
     /// Last REGISTER_BROKER, QUERY_DATA_VERSION or BROKER_HEARTBEAT.
     pub last_update: Instant,
     /// How long the broker may stay silent (120 s unless it declared its own, at most
@@ -142,7 +142,7 @@ pub struct BrokerLive {
     pub applied: Option<AppliedRegistration>,
     /// Its connection idled out since it was last heard from, and eviction protection kept
     /// it (see [`crate::state::protection`]): it is due for eviction like an expired broker.
-    pub idled_out: bool,
+    pub(crate) idled_out: bool,
     /// The `version` of its last registration request: its RocketMQ release as an
     /// `MQVersion` ordinal.
     pub version: i32,
@@ -249,7 +249,7 @@ impl RouteTable {
     /// may be served on a runtime worker: up to 2 048 topics (the whole-topic list takes
     /// ~160 µs at 1 000, ~1 ms at 4 096: `cargo bench --bench route_table -- all_topic_list`)
     /// and 64 broker groups (per-cluster listings walk groups × topics).
-    pub fn lists_quickly(&self) -> bool {
+    pub(crate) fn lists_quickly(&self) -> bool {
         self.topics.len() <= 2_048 && self.brokers.len() <= 64
     }
 

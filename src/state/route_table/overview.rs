@@ -38,18 +38,18 @@ pub struct TableCounts {
     /// Topics with a route.
     pub topics: usize,
     /// Live brokers (live-table entries) by the cluster they registered under.
-    pub live_brokers: BTreeMap<Name, usize>,
+    pub(crate) live_brokers: BTreeMap<Name, usize>,
     /// Broker groups by cluster.
-    pub broker_groups: BTreeMap<Name, usize>,
+    pub(crate) broker_groups: BTreeMap<Name, usize>,
     /// Route lookups answered from the cache.
-    pub cache_hits: u64,
+    pub(crate) cache_hits: u64,
     /// Route lookups that encoded the body (first lookups, changed routes, zone filters).
-    pub cache_misses: u64,
+    pub(crate) cache_misses: u64,
 }
 
 /// One cluster, as the status page shows it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ClusterView {
+pub(crate) struct ClusterView {
     /// The cluster's name.
     pub name: Name,
     /// Its broker groups, by name.
@@ -58,7 +58,7 @@ pub struct ClusterView {
 
 /// One broker group.
 #[derive(Debug, Clone, PartialEq)]
-pub struct GroupView {
+pub(crate) struct GroupView {
     /// The group's name (`brokerName`).
     pub name: Name,
     /// Its zone, if its brokers declared one.
@@ -68,14 +68,14 @@ pub struct GroupView {
     /// Topics it serves.
     pub topics: usize,
     /// Of those, the ones whose queues are writable (WIPE_WRITE_PERM_OF_BROKER clears them).
-    pub writable_topics: usize,
+    pub(crate) writable_topics: usize,
     /// Its members, by broker id.
     pub brokers: Vec<BrokerView>,
 }
 
 /// One member of a broker group.
 #[derive(Debug, Clone, PartialEq)]
-pub struct BrokerView {
+pub(crate) struct BrokerView {
     /// Broker id (0 = master).
     pub id: i64,
     /// `ip:port`.
@@ -86,15 +86,15 @@ pub struct BrokerView {
 
 /// What the live table knows about a broker.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LiveView {
+pub(crate) struct LiveView {
     /// The `MQVersion` ordinal of its last registration.
     pub version: i32,
     /// The data version of its last registration.
     pub data_version: DataVersion,
     /// Time since it was last heard from.
-    pub last_heartbeat_age: Duration,
+    pub(crate) last_heartbeat_age: Duration,
     /// Time left before the expiry scan evicts it, if it stays silent.
-    pub expires_in: Duration,
+    pub(crate) expires_in: Duration,
     /// Its declared (or the default) silence timeout.
     pub timeout: Duration,
     /// Its HA address.
@@ -123,7 +123,7 @@ impl RouteTable {
     }
 
     /// Every cluster with its groups and brokers, sorted by name and id, as seen at `now`.
-    pub fn clusters_view(&self, now: Instant) -> Vec<ClusterView> {
+    pub(crate) fn clusters_view(&self, now: Instant) -> Vec<ClusterView> {
         let mut per_group: HashMap<&str, (usize, usize)> = HashMap::new();
         for entry in self.topics.values() {
             for q in &entry.queues {
@@ -191,7 +191,7 @@ impl RouteTable {
     }
 
     /// Every topic name, in no particular order (sort them after releasing the lock).
-    pub fn topic_names(&self) -> Vec<Name> {
+    pub(crate) fn topic_names(&self) -> Vec<Name> {
         self.topics.keys().cloned().collect()
     }
 }

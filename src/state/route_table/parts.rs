@@ -20,7 +20,7 @@ use crate::protocol::body::{BrokerData, DataVersion, MappingInfo, Name, QueueDat
 #[derive(Debug, Clone, PartialEq)]
 pub struct LivePart {
     /// How long ago the broker was last heard from.
-    pub age: Duration,
+    pub(crate) age: Duration,
     /// How long it may stay silent.
     pub timeout: Duration,
     /// The data version of its last registration.
@@ -50,7 +50,7 @@ pub struct Parts {
 
 /// A broker registered on this node, as the peer checks compare it ([`crate::peers`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LiveBroker {
+pub(crate) struct LiveBroker {
     /// Its cluster.
     pub cluster: String,
     /// Its group.
@@ -65,7 +65,7 @@ pub struct LiveBroker {
 
 impl LiveBroker {
     /// The key peers list it under: group name and address.
-    pub fn key(&self) -> (String, String) {
+    pub(crate) fn key(&self) -> (String, String) {
         (self.name.clone(), self.addr.clone())
     }
 }
@@ -129,7 +129,7 @@ impl RouteTable {
     /// A table holding `parts`, with every broker last heard from `age` before `now`. A
     /// broker whose age reaches back before the clock's origin is left out (it is then far
     /// older than any timeout on this machine's clock).
-    pub fn from_parts(parts: Parts, now: Instant) -> RouteTable {
+    pub(crate) fn from_parts(parts: Parts, now: Instant) -> RouteTable {
         let mut t = RouteTable::new();
         for (name, members) in parts.clusters {
             let created = t.next_created();
@@ -181,7 +181,7 @@ impl RouteTable {
 
     /// Every live broker with the group and id it is listed under (brokers no group lists
     /// are left out: no peer could list them either).
-    pub fn live_brokers(&self) -> Vec<LiveBroker> {
+    pub(crate) fn live_brokers(&self) -> Vec<LiveBroker> {
         let mut out = Vec::new();
         for group in self.brokers.values() {
             for (id, addr) in &group.data.addrs {
@@ -213,7 +213,7 @@ impl RouteTable {
 
     /// A number that changes whenever anything a snapshot holds changes, heartbeats
     /// included (equal stamps mean there is nothing new to write).
-    pub fn change_stamp(&self) -> u64 {
+    pub(crate) fn change_stamp(&self) -> u64 {
         use std::collections::hash_map::DefaultHasher;
         use std::hash::{Hash, Hasher};
         // Live entries are combined without regard to order, as the map iterates in any.
@@ -239,7 +239,7 @@ impl RouteTable {
     /// Binds a restored broker (one with no connection yet) to the connection it was just
     /// heard from, so that closing that connection unregisters it as it would have before
     /// the restart. Returns whether a broker was bound.
-    pub fn adopt_connection(&mut self, cluster: &str, addr: &str, conn: ConnId) -> bool {
+    pub(crate) fn adopt_connection(&mut self, cluster: &str, addr: &str, conn: ConnId) -> bool {
         let key = BrokerAddr {
             cluster: cluster.into(),
             addr: addr.into(),

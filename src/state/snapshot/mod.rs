@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 pub use format::{decode, encode};
-pub use header::FORMAT;
+pub(crate) use header::FORMAT;
 
 use super::Namesrv;
 use super::route_table::parts::Parts;
@@ -160,7 +160,7 @@ pub fn load(path: &Path, now_millis: i64) -> Result<Option<(Meta, Parts)>, Snaps
 /// Writes `parts` to `path` crash-safely (the previous snapshot is kept as `<path>.bak`).
 /// Anything at `path` that is not a route snapshot is first moved aside, never overwritten
 /// (see [`aside`]).
-pub fn save(path: &Path, meta: &Meta, parts: &Parts) -> std::io::Result<()> {
+pub(crate) fn save(path: &Path, meta: &Meta, parts: &Parts) -> std::io::Result<()> {
     aside::move_foreign(path)?;
     crate::durable::replace(path, &encode(meta, parts))
 }
@@ -183,7 +183,7 @@ pub enum Restored {
 
 impl Namesrv {
     /// The route table's content now, for a snapshot.
-    pub fn route_parts(&self) -> Parts {
+    pub(crate) fn route_parts(&self) -> Parts {
         self.routes().to_parts(Instant::now())
     }
 
