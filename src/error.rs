@@ -19,12 +19,7 @@ pub enum HandlerError {
     #[error(
         "org.apache.rocketmq.remoting.exception.RemotingCommandException: the custom field <{field}> has an invalid value: {value:?}"
     )]
-    InvalidField {
-        /// The field.
-        field: &'static str,
-        /// Its value.
-        value: String,
-    },
+    InvalidField { field: &'static str, value: String },
     /// The body could not be decoded; the text is the remark.
     #[error("{0}")]
     BadBody(String),

@@ -25,20 +25,12 @@ const DELETE: u8 = 2;
 pub(super) enum Edit {
     /// PUT_KV_CONFIG.
     Put {
-        /// The namespace.
         namespace: String,
-        /// The key.
         key: String,
-        /// The value.
         value: String,
     },
     /// DELETE_KV_CONFIG.
-    Delete {
-        /// The namespace.
-        namespace: String,
-        /// The key.
-        key: String,
-    },
+    Delete { namespace: String, key: String },
 }
 
 /// The journal beside `kv_path`.

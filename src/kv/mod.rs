@@ -253,7 +253,6 @@ impl KvStore {
 /// One namespace as [`KvStore::overview`] describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct NamespaceOverview {
-    /// The namespace.
     pub namespace: String,
     /// How many keys it has.
     pub keys: usize,

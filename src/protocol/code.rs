@@ -185,34 +185,21 @@ impl SerializeType {
 /// The sender's implementation language (`LanguageCode`): a name in JSON headers, a byte in
 /// binary ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)] // the variants are Java's `LanguageCode` constants
 pub enum LanguageCode {
-    #[allow(missing_docs)]
     Java,
-    #[allow(missing_docs)]
     Cpp,
-    #[allow(missing_docs)]
     Dotnet,
-    #[allow(missing_docs)]
     Python,
-    #[allow(missing_docs)]
     Delphi,
-    #[allow(missing_docs)]
     Erlang,
-    #[allow(missing_docs)]
     Ruby,
-    #[allow(missing_docs)]
     Other,
-    #[allow(missing_docs)]
     Http,
-    #[allow(missing_docs)]
     Go,
-    #[allow(missing_docs)]
     Php,
-    #[allow(missing_docs)]
     Oms,
-    #[allow(missing_docs)]
     Rust,
-    #[allow(missing_docs)]
     NodeJs,
 }
 

@@ -75,7 +75,6 @@ pub(crate) async fn execute(
 
 /// Shared state of one command run.
 pub(crate) struct Ctx<'a> {
-    /// The client.
     pub client: Client,
     /// The name servers, in written order.
     pub servers: Vec<String>,

@@ -41,31 +41,18 @@ impl OptSpec {
 /// Which sub-command a spec describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CommandKind {
-    #[allow(missing_docs)]
     ClusterList,
-    #[allow(missing_docs)]
     TopicList,
-    #[allow(missing_docs)]
     TopicRoute,
-    #[allow(missing_docs)]
     TopicClusterList,
-    #[allow(missing_docs)]
     GetNamesrvConfig,
-    #[allow(missing_docs)]
     UpdateNamesrvConfig,
-    #[allow(missing_docs)]
     UpdateKvConfig,
-    #[allow(missing_docs)]
     DeleteKvConfig,
-    #[allow(missing_docs)]
     UpdateOrderConf,
-    #[allow(missing_docs)]
     WipeWritePerm,
-    #[allow(missing_docs)]
     AddWritePerm,
-    #[allow(missing_docs)]
     DeleteTopic,
-    #[allow(missing_docs)]
     Diff,
 }
 

@@ -51,7 +51,6 @@ pub struct Parts {
 /// A broker registered on this node, as the peer checks compare it ([`crate::peers`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LiveBroker {
-    /// Its cluster.
     pub cluster: String,
     /// Its group.
     pub name: String,
