@@ -1,7 +1,7 @@
 //! Reload requests: one shared way to tell background tasks "re-read your files now".
 //!
 //! A [`Reload`] handle holds a generation number in a [`tokio::sync::watch`] channel. SIGHUP
-//! (see [`Reload::listen_for_sighup`], one of the server's services) or a direct
+//! (see `Reload::listen_for_sighup`, one of the server's services) or a direct
 //! [`Reload::request`] bumps it; every task that keeps something re-readable (the auth
 //! accounts file, the TLS material, the config file) holds a [`Reload::subscribe`] receiver
 //! and re-reads when it changes. Requests that arrive while a task is busy coalesce into one.

@@ -1,11 +1,11 @@
 //! `nsadmin`: mqadmin's name-server commands, without a JVM, plus `diff`, a check that the
 //! name servers of a cluster agree.
 //!
-//! Layers: [`options`] parses the command line as mqadmin (commons-cli) does; [`commands`]
-//! runs one sub-command over a [`Client`](crate::remoting_client::Client) and prints mqadmin's output formats
-//! ([`format`](mod@format)) or JSON; [`diff`] compares the name servers; [`credentials`] finds
+//! Layers: `options` parses the command line as mqadmin (commons-cli) does; `commands`
+//! runs one sub-command over a `Client` and prints mqadmin's output formats
+//! (`format`) or JSON; `diff` compares the name servers; `credentials` finds
 //! `tools.yml`. The client and the decoders of the answers' bodies are the crate's one
-//! remoting client ([`crate::remoting_client`]), shared with the daemon's peer checks: the
+//! remoting client (`crate::remoting_client`), shared with the daemon's peer checks: the
 //! admin tool never touches the server's state.
 //!
 //! Exit codes (unlike mqadmin, which exits 0 after a failure): 0 success; 1 the command line

@@ -3,18 +3,18 @@
 //! name server checks nothing; with `authMode=off` (the default) neither do we, at the cost
 //! of one branch.
 //!
-//! With `audit` or `enforce`, [`Gate::admit`] is handed the request's [`Access`] (its class —
+//! With `audit` or `enforce`, [`Gate::admit`] is handed the request's `Access` (its class —
 //! read, broker, admin — and audit fields, from its request table row), and for the classes
 //! the accounts file requires a signature for, verifies the `AccessKey`/`Signature` ext fields
 //! that RocketMQ's `AclClientRPCHook` adds ([`crate::protocol::signature`]) against the
-//! account's secret key, its address allow-list and its permissions ([`policy`]). `enforce` refuses what fails (the dispatcher answers
+//! account's secret key, its address allow-list and its permissions (`policy`). `enforce` refuses what fails (the dispatcher answers
 //! `NO_PERMISSION`); `audit` lets it through and logs what would have been refused. Admin
 //! requests of the codes the server serves that are let through get an audit line
-//! ([`audit`]), within a budget of lines per window.
+//! (`audit`), within a budget of lines per window.
 //!
-//! The accounts ([`accounts`]) are swapped as a whole when the file changes or a reload is
-//! requested ([`watch`]); a file that does not load leaves the previous accounts in force, and
-//! so, on a file change, does one that would loosen the policy ([`loosening`]): that takes a
+//! The accounts (`accounts`) are swapped as a whole when the file changes or a reload is
+//! requested (`watch`); a file that does not load leaves the previous accounts in force, and
+//! so, on a file change, does one that would loosen the policy (`loosening`): that takes a
 //! reload request (SIGHUP) or a restart.
 //! Handlers never see any of this: `dispatch` calls the gate once, before the handler.
 

@@ -98,7 +98,7 @@ pub struct Config {
     black_list: BTreeSet<String>,
     /// The environment the defaults came from, for a reload.
     env: Env,
-    /// The file's `tls.*` lines ([`is_tls_key`]; `crate::tls::settings` reads them): kept for
+    /// The file's `tls.*` lines (`is_tls_key`; `crate::tls::settings` reads them): kept for
     /// persisting, never listed by GET_NAMESRV_CONFIG (they may hold a key password).
     pub tls_lines: Vec<(String, String)>,
 }

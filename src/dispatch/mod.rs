@@ -1,5 +1,5 @@
 //! The one place requests meet their handlers, and the one place handler errors become
-//! responses. Each request code's facts are its row in a request table ([`table`]); around
+//! responses. Each request code's facts are its row in a request table (`table`); around
 //! the handler, in this order: the going-away answer of a shutting-down server, the auth gate
 //! (a refusal becomes `NO_PERMISSION` here; handlers never see credentials), then metrics and
 //! the audit line once the response is known.

@@ -1,7 +1,7 @@
 //! Request handlers, one file per domain. A handler takes the request and a [`Context`] and
 //! returns a [`Reply`] — the response and what serving it did to the connection — or a
-//! [`HandlerError`]; it never touches a socket. Each request's ext fields are read once, into
-//! the typed header of [`headers`].
+//! `HandlerError`; it never touches a socket. Each request's ext fields are read once, into
+//! the typed header of `headers`.
 
 pub(crate) mod broker;
 pub(crate) mod headers;
@@ -53,7 +53,7 @@ pub(crate) struct Effects {
     pub registration: Option<RegistrationOutcome>,
 }
 
-/// A handler's answer: the response, and its [`Effects`].
+/// A handler's answer: the response, and its `Effects`.
 #[derive(Debug)]
 pub struct Reply {
     /// The response (the dispatcher sets its opaque).

@@ -10,13 +10,13 @@
 //! Routes split in two groups: the open ones that probes, Prometheus and Java clients need
 //! (`/healthz`, `/readyz`, `/metrics`, `/rocketmq/...`) and the operator ones (`/` and
 //! `/api/...`). When `authMode=enforce`, the operator group asks for the credentials of an
-//! admin account of the auth accounts file, as HTTP Basic authentication ([`access`]).
+//! admin account of the auth accounts file, as HTTP Basic authentication (`access`).
 //!
 //! No client can keep the probes out: connections are bounded in number, per client and in
-//! time, with a reserve served probe-only ([`listener`]); the operator views read a cached
-//! overview and do their work on the blocking pool ([`views`]), so they never hold up route
+//! time, with a reserve served probe-only (`listener`); the operator views read a cached
+//! overview and do their work on the blocking pool (`views`), so they never hold up route
 //! lookups or the runtime's workers. Every answer says it must not be framed or sniffed, and
-//! the page carries a Content-Security-Policy of its own ([`page`]).
+//! the page carries a Content-Security-Policy of its own (`page`).
 
 mod access;
 mod api;

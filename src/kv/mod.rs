@@ -4,8 +4,8 @@
 //! Changes are durable before they are visible: a PUT or DELETE returns once it is on disk,
 //! and only then do readers see it, so an acknowledged change survives a crash and a failed
 //! write changes nothing. Writers that arrive together share one commit (one write, one
-//! sync: [`group_commit`]). A small table is rewritten whole on each commit, as Java does; a
-//! large one ([`Tuning`]) appends the changes to a journal beside the file ([`journal`]) and
+//! sync: `group_commit`). A small table is rewritten whole on each commit, as Java does; a
+//! large one (`Tuning`) appends the changes to a journal beside the file (`journal`) and
 //! folds them into the file once the journal is as large as the file, at start-up after a
 //! crash, and at shutdown ([`KvStore::flush`]) — so a stopped server leaves only Java's file.
 //! Loading never silently starts empty over a damaged file: it falls back to `<file>.bak`,

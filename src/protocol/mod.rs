@@ -10,7 +10,7 @@
 //! offset 8+h body             the rest; its format depends on the request code
 //! ```
 //!
-//! All integers are big-endian. [`frame`] splits the stream and builds [`RemotingCommand`]s,
+//! All integers are big-endian. `frame` splits the stream and builds [`RemotingCommand`]s,
 //! [`header_json`] and [`header_binary`] are the two header encodings, [`code`] holds the
 //! numeric vocabulary, [`json`] writes JSON exactly like the Java server's fastjson, and
 //! [`body`] holds the typed bodies of the name server's requests and responses. Nothing in

@@ -2,7 +2,7 @@
 //! the background services, and graceful shutdown.
 //!
 //! [`run`] is short on purpose: build the shared [`Server`], start the services
-//! ([`services`]), accept until the shutdown future completes ([`listener`]), then drain.
+//! (`services`), accept until the shutdown future completes (`listener`), then drain.
 //! Every task is spawned on one [`TaskTracker`] and stops when one [`CancellationToken`]
 //! fires; [`run`] returns after the tasks have drained, or after the grace period, whichever
 //! is first.

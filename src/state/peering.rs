@@ -1,11 +1,11 @@
 //! What this node knows about its peers: its own identity among them, and the latest report
-//! of the peer checks ([`crate::peers`]), shared so that GET_NAMESRV_CONFIG (and the metrics)
+//! of the peer checks (`crate::peers`), shared so that GET_NAMESRV_CONFIG (and the metrics)
 //! can show it.
 //!
 //! Peers recognise each other through QUERY_DATA_VERSION requests carrying
-//! [`PEER_CHECK_FIELD`]: this server answers them without counting them as the broker's
+//! `PEER_CHECK_FIELD`: this server answers them without counting them as the broker's
 //! heartbeat (a check must never keep a dead broker alive) and names its node in
-//! [`NODE_FIELD`]. Other name servers ignore the field, and do count the request as a
+//! `NODE_FIELD`. Other name servers ignore the field, and do count the request as a
 //! heartbeat, which is why the checks never ask them for data versions.
 
 use std::hash::BuildHasher;

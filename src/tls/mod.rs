@@ -1,10 +1,10 @@
 //! TLS settings and material: the `tls.*` keys and where they come from ([`settings`]), the
-//! certificates and keys they name ([`material`]), Java's lenient certificate checks
-//! ([`verify`]), the client side for `nsadmin` ([`client`]), and [`ServerTls`], the server's
+//! certificates and keys they name (`material`), Java's lenient certificate checks
+//! (`verify`), the client side for `nsadmin` ([`client`]), and [`ServerTls`], the server's
 //! current rustls configuration, swapped as a whole when its files change or on SIGHUP.
 //!
 //! Nothing here touches a socket: `server::prelude` decides per connection whether to use TLS
-//! and takes the acceptor from [`ServerTls::acceptor`] once per handshake.
+//! and takes the acceptor from `ServerTls::acceptor` once per handshake.
 
 pub mod client;
 pub(crate) mod material;

@@ -1,6 +1,6 @@
 //! The prelude of every connection, before any frame: an optional PROXY protocol header, then
 //! the TLS decision on the next byte (`0x16` ⇒ TLS, as `NettyRemotingServer.HandshakeHandler` decides), then the TLS handshake. It
-//! turns an accepted [`TcpStream`] into a [`Transport`] (plain or TLS) and the client's address
+//! turns an accepted [`TcpStream`] into a `Transport` (plain or TLS) and the client's address
 //! (the one a PROXY header carries, else the socket's).
 //!
 //! The prelude *reads* the bytes it judges, waiting on the socket's readiness like any reader,
@@ -15,7 +15,7 @@
 //!
 //! Memory: what a prelude holds — a PROXY header being read, a TLS handshake's state and the
 //! bytes rustls has read — is reported to the buffer budget (`maxBufferedBytes`, see
-//! [`super::budget`]) under the connection's account, so stalled handshakes are closed by the
+//! `super::budget`) under the connection's account, so stalled handshakes are closed by the
 //! budget like any connection that holds too much.
 
 pub mod proxy;

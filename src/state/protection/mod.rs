@@ -6,7 +6,7 @@
 //! heartbeats and timeouts, and the [`Policy`] — and the record of holds shown to operators
 //! ([`ProtectionStatus`]). It knows the route table only by its broker keys: the expiry scan
 //! and the idle timeout (`route_table::expiry`) feed it the live set, act on its
-//! [`Decision`] and keep its [`Holds`].
+//! `Decision` and keep its [`Holds`].
 //!
 //! The rule:
 //! - a broker is **due** for eviction when Java would evict it: silent for longer than its

@@ -3,9 +3,9 @@
 //! [`crate::state::Namesrv`], so every rule here can be tested without a runtime.
 //!
 //! Submodules hold the operations: [`register`] (REGISTER_BROKER), [`unregister`]
-//! (UNREGISTER_BROKER, closed connections), [`expiry`] (the expiry scan and idle timeouts,
-//! under eviction protection), [`query`] (routes and listings), [`operator_edits`] (permissions,
-//! topic registration and deletion) and [`parts`] (the table as plain lists, for warm
+//! (UNREGISTER_BROKER, closed connections), `expiry` (the expiry scan and idle timeouts,
+//! under eviction protection), [`query`] (routes and listings), `operator_edits` (permissions,
+//! topic registration and deletion) and `parts` (the table as plain lists, for warm
 //! restarts).
 //!
 //! Two bookkeeping fields make routes cheap to serve and registrations cheap to repeat:

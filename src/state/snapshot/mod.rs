@@ -2,22 +2,22 @@
 //! at start, so that a restarted name server answers route lookups at once instead of
 //! waiting up to a heartbeat period for every broker to register again.
 //!
-//! What is kept is [`Parts`]: brokers with how long ago each was last heard from, its
+//! What is kept is `Parts`: brokers with how long ago each was last heard from, its
 //! timeout and data version; queue data (write permissions included); static-topic
 //! mappings; filter servers. A restored broker is judged exactly as if the server had never
 //! stopped: its silence counts from its last heartbeat *before* the restart, so the scan
 //! evicts it once its own timeout has passed (unless it heartbeats again), and its next
 //! registration replaces it. It has no connection until it is heard from again (see
-//! [`crate::state::route_table::parts::NO_CONNECTION`]).
+//! `crate::state::route_table::parts::NO_CONNECTION`).
 //!
-//! The file is replaced crash-safely through [`crate::durable`], so a crash at any moment
+//! The file is replaced crash-safely through `crate::durable`, so a crash at any moment
 //! leaves the previous snapshot or the new one; a file at the path that is not a snapshot is
-//! moved aside first, never overwritten ([`aside`]). Reading never fails the start-up: a file
+//! moved aside first, never overwritten (`aside`). Reading never fails the start-up: a file
 //! that is missing, unreadable, damaged, of a newer format, or older than the default broker
 //! timeout is ignored with one log line, and the server starts empty, as Java always does.
 //! The age is judged against the default timeout rather than the timeouts the brokers in it
 //! declared, since any client can declare one: a registration cannot make an old snapshot
-//! look fresh. [`task`] writes the periodic snapshots.
+//! look fresh. `task` writes the periodic snapshots.
 
 mod aside;
 mod format;
@@ -165,7 +165,7 @@ pub(crate) fn save(path: &Path, meta: &Meta, parts: &Parts) -> std::io::Result<(
     crate::durable::replace(path, &encode(meta, parts))
 }
 
-/// What [`restore`] did.
+/// What [`Namesrv::restore_routes`](crate::state::Namesrv::restore_routes) did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Restored {
     /// Routes were restored from the snapshot.
