@@ -7,10 +7,10 @@
 pub(crate) struct Utc {
     pub(crate) year: i64,
     pub(crate) month: i64,
-    pub day: i64,
-    pub hour: i64,
-    pub minute: i64,
-    pub second: i64,
+    pub(crate) day: i64,
+    pub(crate) hour: i64,
+    pub(crate) minute: i64,
+    pub(crate) second: i64,
 }
 
 impl Utc {

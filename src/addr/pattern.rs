@@ -26,7 +26,7 @@ pub struct PatternError {
     /// The pattern as written.
     pub(crate) pattern: String,
     /// What is wrong with it.
-    pub reason: &'static str,
+    pub(crate) reason: &'static str,
 }
 
 /// One parsed address pattern.

@@ -50,9 +50,9 @@ pub struct Env {
     /// `NSADMIN_CREDENTIALS`: a credentials file, used unless `--credentials` is given.
     pub(crate) credentials_file: Option<PathBuf>,
     /// `ROCKETMQ_SERIALIZE_TYPE`: `JSON` (default) or `ROCKETMQ` request headers.
-    pub serialize_type: Option<String>,
+    pub(crate) serialize_type: Option<String>,
     /// `JAVA_OPT`: its `-Dtls.*` system properties configure TLS, as for mqadmin.
-    pub java_opt: Option<String>,
+    pub(crate) java_opt: Option<String>,
 }
 
 impl Env {
@@ -73,9 +73,9 @@ impl Env {
 #[derive(Debug)]
 pub(crate) struct Problem {
     /// The line (without the `nsadmin: ` prefix).
-    pub text: String,
+    pub(crate) text: String,
     /// [`EXIT_UNREACHABLE`] or [`EXIT_REFUSED`] (or [`EXIT_USAGE`]).
-    pub exit: u8,
+    pub(crate) exit: u8,
 }
 
 impl From<CallError> for Problem {
@@ -169,13 +169,13 @@ pub async fn run(args: &[String], env: &Env, out: &mut dyn Write, err: &mut dyn 
 }
 
 /// What every command needs: the address list and a configured client.
-pub struct Setup {
+pub(crate) struct Setup {
     /// The `-n` (or `NAMESRV_ADDR`) addresses, in written order, without duplicates.
-    pub servers: Vec<String>,
+    pub(crate) servers: Vec<String>,
     /// Whether the list came from `-n` (mqadmin prints it in some messages only then).
     pub(crate) from_option: bool,
     /// Client settings.
-    pub client: ClientOptions,
+    pub(crate) client: ClientOptions,
     /// Non-fatal notes for stderr (an unusable default `tools.yml`).
     pub(crate) warnings: Vec<String>,
 }

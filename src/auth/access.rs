@@ -9,9 +9,9 @@ use super::policy::Permission;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Access {
     /// What an account must be allowed to send it.
-    pub permission: Permission,
+    pub(crate) permission: Permission,
     /// Its audit line, for admin codes the server serves; `None`: never audited.
-    pub audit: Option<Audit>,
+    pub(crate) audit: Option<Audit>,
 }
 
 impl Access {
@@ -23,7 +23,7 @@ impl Access {
     };
 
     /// An unaudited code of `permission`.
-    pub const fn of(permission: Permission) -> Access {
+    pub(crate) const fn of(permission: Permission) -> Access {
         Access {
             permission,
             audit: None,

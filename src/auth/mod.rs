@@ -129,7 +129,7 @@ impl Gate {
     }
 
     /// The mode (`off` for a gate that is off).
-    pub fn mode(&self) -> AuthMode {
+    pub(crate) fn mode(&self) -> AuthMode {
         self.0.as_ref().map_or(AuthMode::Off, |s| s.mode)
     }
 
@@ -151,7 +151,8 @@ impl Gate {
 
     /// Re-reads the accounts file now, as SIGHUP does; `false` (and the previous accounts
     /// kept) if it does not load. Errors are logged with the file and line.
-    pub fn reload(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn reload(&self) -> bool {
         self.0.as_ref().is_some_and(|s| s.reload(Trigger::Request))
     }
 

@@ -77,11 +77,11 @@ impl Counters {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthStats {
     /// `audit` or `enforce`.
-    pub mode: AuthMode,
+    pub(crate) mode: AuthMode,
     /// Accounts currently loaded.
-    pub accounts: usize,
+    pub(crate) accounts: usize,
     /// Requests refused (enforce), by reason: index with [`Reason::index`].
-    pub refused: [u64; Reason::ALL.len()],
+    pub(crate) refused: [u64; Reason::ALL.len()],
     /// Of those, one-way requests (refused without an answer).
     pub refused_oneway: u64,
     /// Requests that would have been refused (audit), by reason.

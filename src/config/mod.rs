@@ -93,7 +93,7 @@ pub struct Config {
     /// This server's own keys that were set explicitly, and are therefore listed.
     shown_extensions: BTreeSet<&'static str>,
     /// The file given with `-c`, if any.
-    pub config_file: Option<PathBuf>,
+    pub(crate) config_file: Option<PathBuf>,
     /// Keys UPDATE_NAMESRV_CONFIG refuses (fixed at start, as in Java).
     black_list: BTreeSet<String>,
     /// The environment the defaults came from, for a reload.
@@ -223,7 +223,7 @@ impl Config {
 
     /// The GET_NAMESRV_CONFIG body: `key=value\n` sorted by key, unescaped, as Java; `status`
     /// adds lines of live state (never stored) among them.
-    pub fn render(&self, status: impl IntoIterator<Item = (String, String)>) -> String {
+    pub(crate) fn render(&self, status: impl IntoIterator<Item = (String, String)>) -> String {
         let mut all = self.all_properties();
         all.extend(status);
         properties::render_raw(all.iter().map(|(k, v)| (k.as_str(), v.as_str())))

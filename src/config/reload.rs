@@ -16,11 +16,11 @@ use super::{Apply, Config, ConfigError, Settings};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct ReloadPlan {
     /// Changed keys applied now, with their new values (as UPDATE_NAMESRV_CONFIG applies them).
-    pub apply: Vec<(String, String)>,
+    pub(crate) apply: Vec<(String, String)>,
     /// Changed keys that take effect only at a restart; not applied.
-    pub restart: Vec<String>,
+    pub(crate) restart: Vec<String>,
     /// Changed keys on the update black list; not applied.
-    pub refused: Vec<String>,
+    pub(crate) refused: Vec<String>,
 }
 
 impl ReloadPlan {
@@ -33,7 +33,7 @@ impl ReloadPlan {
 impl Config {
     /// Reads the file this configuration came from again (`-c`, else the persisted
     /// `configStorePath`), with the same environment.
-    pub fn reread(&self) -> Result<Config, ConfigError> {
+    pub(crate) fn reread(&self) -> Result<Config, ConfigError> {
         Config::load(self.config_file.as_deref(), &self.env)
     }
 

@@ -21,25 +21,25 @@ const ZONE_MODE: &str = "__ZONE_MODE";
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RegisterBrokerHeader<'a> {
     /// `brokerName`.
-    pub broker_name: &'a str,
+    pub(crate) broker_name: &'a str,
     /// `brokerAddr`.
-    pub broker_addr: &'a str,
+    pub(crate) broker_addr: &'a str,
     /// `clusterName`.
-    pub cluster: &'a str,
+    pub(crate) cluster: &'a str,
     /// `haServerAddr`.
-    pub ha_server_addr: &'a str,
+    pub(crate) ha_server_addr: &'a str,
     /// `brokerId`.
-    pub broker_id: i64,
+    pub(crate) broker_id: i64,
     /// `heartbeatTimeoutMillis`, if sent and a number.
-    pub heartbeat_timeout_millis: Option<i64>,
+    pub(crate) heartbeat_timeout_millis: Option<i64>,
     /// `enableActingMaster`, if sent.
-    pub enable_acting_master: Option<bool>,
+    pub(crate) enable_acting_master: Option<bool>,
     /// `compressed` (false when absent).
-    pub compressed: bool,
+    pub(crate) compressed: bool,
     /// `bodyCrc32` (0, meaning unchecked, when absent or not a number).
     pub(crate) body_crc32: i32,
     /// `__ZONE_NAME`, if sent.
-    pub zone_name: Option<&'a str>,
+    pub(crate) zone_name: Option<&'a str>,
 }
 
 impl<'a> RegisterBrokerHeader<'a> {
@@ -65,13 +65,13 @@ impl<'a> RegisterBrokerHeader<'a> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct UnregisterBrokerHeader<'a> {
     /// `brokerName`.
-    pub broker_name: &'a str,
+    pub(crate) broker_name: &'a str,
     /// `brokerAddr`.
-    pub broker_addr: &'a str,
+    pub(crate) broker_addr: &'a str,
     /// `clusterName`.
-    pub cluster: &'a str,
+    pub(crate) cluster: &'a str,
     /// `brokerId`.
-    pub broker_id: i64,
+    pub(crate) broker_id: i64,
 }
 
 impl<'a> UnregisterBrokerHeader<'a> {
@@ -91,9 +91,9 @@ impl<'a> UnregisterBrokerHeader<'a> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BrokerHeartbeatHeader<'a> {
     /// `clusterName`.
-    pub cluster: &'a str,
+    pub(crate) cluster: &'a str,
     /// `brokerAddr`.
-    pub broker_addr: &'a str,
+    pub(crate) broker_addr: &'a str,
 }
 
 impl<'a> BrokerHeartbeatHeader<'a> {
@@ -114,9 +114,9 @@ impl<'a> BrokerHeartbeatHeader<'a> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct QueryDataVersionHeader<'a> {
     /// `brokerAddr`.
-    pub broker_addr: &'a str,
+    pub(crate) broker_addr: &'a str,
     /// `clusterName`.
-    pub cluster: &'a str,
+    pub(crate) cluster: &'a str,
     /// Sent by a peer name server's check ([`PEER_CHECK_FIELD`]): no heartbeat of the broker.
     pub(crate) peer_check: bool,
 }
@@ -141,9 +141,9 @@ impl<'a> QueryDataVersionHeader<'a> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BrokerMemberGroupHeader<'a> {
     /// `clusterName`.
-    pub cluster: &'a str,
+    pub(crate) cluster: &'a str,
     /// `brokerName`.
-    pub broker_name: &'a str,
+    pub(crate) broker_name: &'a str,
 }
 
 impl<'a> BrokerMemberGroupHeader<'a> {
@@ -161,13 +161,13 @@ impl<'a> BrokerMemberGroupHeader<'a> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct GetRouteInfoHeader<'a> {
     /// `topic`.
-    pub topic: &'a str,
+    pub(crate) topic: &'a str,
     /// `acceptStandardJsonOnly` is true.
     pub(crate) accept_standard_json_only: bool,
     /// `__ZONE_MODE` is true.
     pub(crate) zone_mode: bool,
     /// `__ZONE_NAME`, if sent.
-    pub zone_name: Option<&'a str>,
+    pub(crate) zone_name: Option<&'a str>,
 }
 
 impl<'a> GetRouteInfoHeader<'a> {
@@ -187,11 +187,11 @@ impl<'a> GetRouteInfoHeader<'a> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PutKvConfigHeader<'a> {
     /// `namespace`.
-    pub namespace: &'a str,
+    pub(crate) namespace: &'a str,
     /// `key`.
-    pub key: &'a str,
+    pub(crate) key: &'a str,
     /// `value`.
-    pub value: &'a str,
+    pub(crate) value: &'a str,
 }
 
 impl<'a> PutKvConfigHeader<'a> {
@@ -214,9 +214,9 @@ impl<'a> PutKvConfigHeader<'a> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct KvConfigHeader<'a> {
     /// `namespace`.
-    pub namespace: &'a str,
+    pub(crate) namespace: &'a str,
     /// `key`.
-    pub key: &'a str,
+    pub(crate) key: &'a str,
 }
 
 impl<'a> KvConfigHeader<'a> {
@@ -273,9 +273,9 @@ one_field_header!(
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct DeleteTopicHeader<'a> {
     /// `topic`.
-    pub topic: &'a str,
+    pub(crate) topic: &'a str,
     /// `clusterName`: delete only in this cluster's groups; everywhere when absent.
-    pub cluster: Option<&'a str>,
+    pub(crate) cluster: Option<&'a str>,
 }
 
 impl<'a> DeleteTopicHeader<'a> {

@@ -22,18 +22,23 @@ use crate::state::{ConnId, Namesrv};
 /// What a handler knows besides the request: inputs only, what it did is in its [`Reply`].
 pub struct Context<'a> {
     /// The shared state.
-    pub state: &'a Namesrv,
+    pub(crate) state: &'a Namesrv,
     /// The connection the request came on.
-    pub conn: ConnId,
+    pub(crate) conn: ConnId,
     /// The client's address (the peer of the connection).
-    pub peer: SocketAddr,
+    pub(crate) peer: SocketAddr,
     /// The time the request is handled at (tokio's clock).
-    pub now: Instant,
+    pub(crate) now: Instant,
 }
 
 impl<'a> Context<'a> {
     /// The context of a request arriving on `conn` from `peer` at `now`.
-    pub fn new(state: &'a Namesrv, conn: ConnId, peer: SocketAddr, now: Instant) -> Context<'a> {
+    pub(crate) fn new(
+        state: &'a Namesrv,
+        conn: ConnId,
+        peer: SocketAddr,
+        now: Instant,
+    ) -> Context<'a> {
         Context {
             state,
             conn,
@@ -50,14 +55,14 @@ pub(crate) struct Effects {
     /// connection, so that closing the connection unregisters it.
     pub(crate) registered_broker: bool,
     /// How a successful REGISTER_BROKER was applied (for the metrics the dispatcher records).
-    pub registration: Option<RegistrationOutcome>,
+    pub(crate) registration: Option<RegistrationOutcome>,
 }
 
 /// A handler's answer: the response, and its `Effects`.
 #[derive(Debug)]
 pub struct Reply {
     /// The response (the dispatcher sets its opaque).
-    pub response: RemotingCommand,
+    pub(crate) response: RemotingCommand,
     /// What serving the request did.
     pub(crate) effects: Effects,
 }

@@ -56,7 +56,7 @@ pub(crate) struct RouteOptions {
     /// `orderMessageEnable`.
     pub(crate) order_message_enable: bool,
     /// `supportActingMaster`.
-    pub support_acting_master: bool,
+    pub(crate) support_acting_master: bool,
 }
 
 impl RouteOptions {

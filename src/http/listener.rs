@@ -66,16 +66,16 @@ pub(crate) struct Peer {
     /// The client.
     pub(crate) remote: SocketAddr,
     /// The address the client reached this server at.
-    pub local: SocketAddr,
+    pub(crate) local: SocketAddr,
 }
 
 /// The two services: everything, and the probes only.
 #[derive(Debug, Clone)]
 pub(super) struct Routers {
     /// The full router.
-    pub full: Router,
+    pub(crate) full: Router,
     /// `/healthz` and `/readyz`, a 503 for the rest.
-    pub probes: Router,
+    pub(crate) probes: Router,
 }
 
 /// How a connection is served, and (held, never read) the slots it takes while it is.

@@ -2,7 +2,7 @@
 //! JSON API and the address server Java clients poll — one listener, separate from the
 //! remoting port, off unless `httpListenPort` is set.
 //!
-//! It runs as one task under the server's tracker ([`crate::server::run`] spawns [`serve`])
+//! It runs as one task under the server's tracker ([`crate::server::run`] spawns `serve`)
 //! and only *reads* the shared state through the [`Namesrv`] handle: every route is a `GET`,
 //! so no endpoint can change anything. It keeps answering while the remoting connections
 //! drain at shutdown, so `/readyz` reports the drain instead of refusing connections.
@@ -79,7 +79,7 @@ pub async fn bind(s: &Settings) -> std::io::Result<Option<TcpListener>> {
 
 /// Serves HTTP on `listener` until `stop` completes; `remoting` is the bound remoting
 /// address, `auth` the remoting port's gate (its accounts guard the operator routes).
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     state: Namesrv,
     remoting: SocketAddr,

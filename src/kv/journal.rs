@@ -113,7 +113,7 @@ fn decode_payload(mut p: &[u8]) -> Option<Edit> {
 pub(super) struct Contents {
     /// The snapshot hash its header names; `None` when the header is incomplete (a crash
     /// while the journal was being created, before any change was written to it).
-    pub base: Option<u64>,
+    pub(crate) base: Option<u64>,
     /// The complete records, in order.
     pub(crate) edits: Vec<Edit>,
     /// Bytes after the last complete record.

@@ -21,7 +21,7 @@ mod journal;
 mod load;
 mod write;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
@@ -33,7 +33,7 @@ use journal::Edit;
 pub(crate) use load::LoadError;
 
 /// The namespace whose values feed REGISTER_BROKER responses and `orderTopicConf`.
-pub const ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";
+pub(crate) const ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";
 
 /// Java's `configTable`: namespace → key → value, each a `HashMap`.
 type Namespaces = JavaHashMap<JavaHashMap<String>>;
@@ -86,7 +86,7 @@ impl Default for Tuning {
 
 /// Why a change was refused or failed.
 #[derive(Debug, thiserror::Error)]
-pub enum KvError {
+pub(crate) enum KvError {
     /// The value is larger than `maxKvValueBytes`.
     #[error("the value is {len} bytes, more than maxKvValueBytes={max}")]
     ValueTooLarge {
@@ -144,18 +144,13 @@ impl KvStore {
         Self::open_tuned(path.into(), limits, Tuning::default())
     }
 
-    /// The file the store lives in.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Bumped on every change.
-    pub fn epoch(&self) -> u64 {
+    pub(crate) fn epoch(&self) -> u64 {
         self.epoch.load(Ordering::Acquire)
     }
 
     /// PUT_KV_CONFIG: durable when this returns `Ok`. Blocks on disk I/O.
-    pub fn put(&self, namespace: &str, key: &str, value: &str) -> Result<(), KvError> {
+    pub(crate) fn put(&self, namespace: &str, key: &str, value: &str) -> Result<(), KvError> {
         if value.len() > self.limits.max_value_bytes {
             return Err(KvError::ValueTooLarge {
                 len: value.len(),
@@ -171,7 +166,7 @@ impl KvStore {
 
     /// DELETE_KV_CONFIG: removes the key if present (an emptied namespace stays) and
     /// persists in any case, as Java does. Blocks on disk I/O.
-    pub fn delete(&self, namespace: &str, key: &str) -> Result<(), KvError> {
+    pub(crate) fn delete(&self, namespace: &str, key: &str) -> Result<(), KvError> {
         self.submit(Edit::Delete {
             namespace: namespace.to_owned(),
             key: key.to_owned(),
@@ -184,14 +179,14 @@ impl KvStore {
     }
 
     /// GET_KVLIST_BY_NAMESPACE: the namespace as a `KVTable` body, if it exists.
-    pub fn list(&self, namespace: &str) -> Option<Vec<u8>> {
+    pub(crate) fn list(&self, namespace: &str) -> Option<Vec<u8>> {
         let table = self.table.read();
         let entries = table.get(namespace)?;
         Some(kv_table(entries.iter().map(|(k, v)| (k, v.as_str()))))
     }
 
     /// The number of namespaces and of keys over all of them.
-    pub fn counts(&self) -> (usize, usize) {
+    pub(crate) fn counts(&self) -> (usize, usize) {
         let table = self.table.read();
         let keys = table.iter().map(|(_, entries)| entries.len()).sum();
         (table.len(), keys)
@@ -222,7 +217,10 @@ impl KvStore {
     }
 
     /// A copy of one namespace, in key order.
-    pub fn namespace(&self, namespace: &str) -> Option<std::collections::BTreeMap<String, String>> {
+    pub(crate) fn namespace(
+        &self,
+        namespace: &str,
+    ) -> Option<std::collections::BTreeMap<String, String>> {
         let table = self.table.read();
         let entries = table.get(namespace)?;
         Some(
@@ -253,11 +251,11 @@ impl KvStore {
 /// One namespace as [`KvStore::overview`] describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct NamespaceOverview {
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// How many keys it has.
-    pub keys: usize,
+    pub(crate) keys: usize,
     /// Its first entries in key order.
-    pub first: Vec<(String, String)>,
+    pub(crate) first: Vec<(String, String)>,
 }
 
 /// The bytes `maxKvTotalBytes` counts for a table: every namespace, key and value.

@@ -33,7 +33,7 @@ pub enum LatencyClass {
 
 impl LatencyClass {
     /// Every class, in slot order.
-    pub const ALL: [LatencyClass; 7] = [
+    pub(crate) const ALL: [LatencyClass; 7] = [
         LatencyClass::Route,
         LatencyClass::Register,
         LatencyClass::Heartbeat,
@@ -44,7 +44,7 @@ impl LatencyClass {
     ];
 
     /// The label value.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             LatencyClass::Route => "route",
             LatencyClass::Register => "register",
@@ -70,11 +70,11 @@ pub(crate) const REQUEST_SLOTS: usize = 48;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RequestSeries {
     /// Index into the request counters, below [`RequestSeries::OTHER`]'s.
-    pub slot: u8,
+    pub(crate) slot: u8,
     /// The `request_code` label value.
-    pub label: &'static str,
+    pub(crate) label: &'static str,
     /// The `class` label of its latency.
-    pub class: LatencyClass,
+    pub(crate) class: LatencyClass,
 }
 
 impl RequestSeries {

@@ -43,7 +43,7 @@ pub(crate) struct HistogramSnapshot {
     /// Sum of all observations, in seconds.
     pub(crate) sum_seconds: f64,
     /// Number of observations.
-    pub count: u64,
+    pub(crate) count: u64,
     /// `(upper bound in seconds, observations at or below it)`, ending with `+Inf`.
     pub(crate) buckets: Vec<(f64, u64)>,
 }

@@ -36,7 +36,7 @@ pub(crate) use histogram::Histogram;
 
 /// Why a broker left the live table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Eviction {
+pub(crate) enum Eviction {
     /// The expiry scan found it silent for longer than its timeout.
     Scan,
     /// The connection it registered on closed or failed.
@@ -67,7 +67,7 @@ impl Eviction {
 
 /// How a REGISTER_BROKER ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RegistrationOutcome {
+pub(crate) enum RegistrationOutcome {
     /// The body was read and applied.
     Full,
     /// The body was recognised as the one already applied and skipped.
@@ -94,7 +94,7 @@ impl RegistrationOutcome {
 
 /// Why a connection was closed as soon as it was accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// `maxConnections` were already open.
     MaxConnections,
 }
@@ -250,7 +250,7 @@ impl Metrics {
     }
 
     /// A durable write finished (or failed) after `elapsed`.
-    pub fn write(&self, kind: Write, elapsed: Duration, ok: bool) {
+    pub(crate) fn write(&self, kind: Write, elapsed: Duration, ok: bool) {
         let stats = match kind {
             Write::Kv => &self.kv_writes,
             Write::Config => &self.config_writes,
@@ -262,12 +262,12 @@ impl Metrics {
     }
 
     /// A REGISTER_BROKER ended as `outcome`.
-    pub fn registration(&self, outcome: RegistrationOutcome) {
+    pub(crate) fn registration(&self, outcome: RegistrationOutcome) {
         add(&self.registrations[outcome as usize], 1);
     }
 
     /// `brokers` left the live table for `reason`.
-    pub fn evicted(&self, reason: Eviction, brokers: usize) {
+    pub(crate) fn evicted(&self, reason: Eviction, brokers: usize) {
         if brokers > 0 {
             add(&self.evictions[reason as usize], brokers as u64);
         }
@@ -279,12 +279,12 @@ impl Metrics {
     }
 
     /// Bytes written to clients.
-    pub fn sent(&self, bytes: usize) {
+    pub(crate) fn sent(&self, bytes: usize) {
         add(&self.sent_bytes, bytes as u64);
     }
 
     /// A connection was refused at accept.
-    pub fn refused(&self, reason: Refusal) {
+    pub(crate) fn refused(&self, reason: Refusal) {
         add(&self.connections_refused[reason as usize], 1);
     }
 
@@ -316,7 +316,8 @@ impl Metrics {
 
     /// Requests counted in `series` with `response_code` (response codes outside the fixed
     /// table count together as `other`).
-    pub fn requests(&self, series: RequestSeries, response_code: i32) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn requests(&self, series: RequestSeries, response_code: i32) -> u64 {
         read(&self.requests[usize::from(series.slot)][codes::response_slot(response_code)])
     }
 
@@ -347,18 +348,13 @@ impl Metrics {
     }
 
     /// A connection's prelude ended as `outcome`.
-    pub fn prelude(&self, outcome: PreludeOutcome) {
+    pub(crate) fn prelude(&self, outcome: PreludeOutcome) {
         add(&self.preludes[outcome as usize], 1);
     }
 
     /// Preludes that ended as `outcome` since start.
     pub fn preludes(&self, outcome: PreludeOutcome) -> u64 {
         read(&self.preludes[outcome as usize])
-    }
-
-    /// Registrations that ended as `outcome` since start.
-    pub fn registrations(&self, outcome: RegistrationOutcome) -> u64 {
-        read(&self.registrations[outcome as usize])
     }
 }
 

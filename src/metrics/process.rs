@@ -23,7 +23,7 @@ pub(super) struct ProcessStats {
     /// The soft limit on open file descriptors.
     pub(crate) max_fds: Option<u64>,
     /// OS threads.
-    pub threads: Option<u64>,
+    pub(crate) threads: Option<u64>,
     /// Start time, in seconds since the Unix epoch.
     pub(crate) start_time_seconds: Option<f64>,
 }

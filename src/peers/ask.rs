@@ -17,12 +17,12 @@ pub(super) type BrokerKey = (String, String);
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct PeerView {
     /// The peer is this node itself.
-    pub is_self: bool,
+    pub(crate) is_self: bool,
     /// Every broker the peer lists.
-    pub brokers: HashSet<BrokerKey>,
+    pub(crate) brokers: HashSet<BrokerKey>,
     /// The peer's data version of each of this node's brokers it lists, when the peer is a
     /// server of this implementation (`None` otherwise: see [`crate::state::peering`]).
-    pub versions: Option<HashMap<BrokerKey, DataVersion>>,
+    pub(crate) versions: Option<HashMap<BrokerKey, DataVersion>>,
 }
 
 /// Names no broker uses: the probe only asks who answers.

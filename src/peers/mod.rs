@@ -47,9 +47,9 @@ const STEPS_PER_CHECK: u32 = 4;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PeerSettings {
     /// The cluster's name servers (this one may be among them), each once.
-    pub peers: Vec<String>,
+    pub(crate) peers: Vec<String>,
     /// Time between rounds.
-    pub interval: Duration,
+    pub(crate) interval: Duration,
     /// How long a difference must last to be reported.
     pub(crate) divergence_after: Duration,
     /// Largest answer accepted from a peer.

@@ -57,13 +57,13 @@ pub mod response {
 /// `MQVersion.Version` ordinals that change the name server's behaviour.
 pub mod version {
     /// `V3_0_11`: from here on REGISTER_BROKER carries a `RegisterBrokerBody`.
-    pub const V3_0_11: i32 = 37;
+    pub(crate) const V3_0_11: i32 = 37;
     /// `V4_9_4`: from here on route bodies are written as standard JSON.
     pub(crate) const V4_9_4: i32 = 401;
     /// `V5_0_0`: compressed registration bodies carry the static-topic mapping section.
     pub(crate) const V5_0_0: i32 = 413;
     /// `V5_3_1`: a server shutting down gracefully answers `GO_AWAY` only to newer clients.
-    pub const V5_3_1: i32 = 475;
+    pub(crate) const V5_3_1: i32 = 475;
     /// `V5_3_3`: the version this server stamps on its responses, as Java 5.3.3 does.
     pub(crate) const CURRENT: i32 = 479;
 
@@ -86,7 +86,7 @@ pub mod version {
 
     /// The `MQVersion.Version` constant name of an ordinal (`V5_3_3` for 479), as Java's
     /// `MQVersion.getVersionDesc` gives it; ordinals past the table are `HIGHER_VERSION`.
-    pub fn name(ordinal: i32) -> String {
+    pub(crate) fn name(ordinal: i32) -> String {
         const EARLY: [&str; 16] = [
             "V3_0_0_SNAPSHOT",
             "V3_0_0_ALPHA1",
@@ -222,7 +222,8 @@ const LANGUAGES: [(LanguageCode, &str); 14] = [
 
 impl LanguageCode {
     /// All known codes, in byte order.
-    pub const ALL: [LanguageCode; 14] = [
+    #[cfg(test)]
+    pub(crate) const ALL: [LanguageCode; 14] = [
         LanguageCode::Java,
         LanguageCode::Cpp,
         LanguageCode::Dotnet,
@@ -250,12 +251,12 @@ impl LanguageCode {
     }
 
     /// The enum name used in JSON headers.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         LANGUAGES[self as usize].1
     }
 
     /// The code for a JSON-header name; unknown names have no language, as in Java.
-    pub fn from_name(name: &str) -> Option<Self> {
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
         LANGUAGES
             .iter()
             .find(|(_, n)| *n == name)

@@ -32,7 +32,7 @@ impl<'a> JsonWriter<'a> {
     }
 
     /// The style this writer uses.
-    pub fn style(&self) -> JsonStyle {
+    pub(crate) fn style(&self) -> JsonStyle {
         self.style
     }
 
@@ -42,7 +42,7 @@ impl<'a> JsonWriter<'a> {
     }
 
     /// Writes `"name":`; `name` must not need escaping (property names are ours).
-    pub fn key(&mut self, name: &str) {
+    pub(crate) fn key(&mut self, name: &str) {
         self.out.push(b'"');
         self.out.extend_from_slice(name.as_bytes());
         self.out.extend_from_slice(b"\":");
@@ -70,7 +70,7 @@ impl<'a> JsonWriter<'a> {
     }
 
     /// Writes a JSON number (a quoted one for unsafe longs in standard style).
-    pub fn int(&mut self, value: i64) {
+    pub(crate) fn int(&mut self, value: i64) {
         let mut buf = itoa::Buffer::new();
         let text = buf.format(value);
         if self.style == JsonStyle::Standard && !(-MAX_SAFE_LONG..=MAX_SAFE_LONG).contains(&value) {
@@ -83,13 +83,13 @@ impl<'a> JsonWriter<'a> {
     }
 
     /// Writes `true` or `false`.
-    pub fn bool(&mut self, value: bool) {
+    pub(crate) fn bool(&mut self, value: bool) {
         self.out
             .extend_from_slice(if value { b"true" } else { b"false" });
     }
 
     /// Writes a quoted, escaped string.
-    pub fn string(&mut self, s: &str) {
+    pub(crate) fn string(&mut self, s: &str) {
         self.out.push(b'"');
         match self.style {
             JsonStyle::Legacy => escape_legacy(self.out, s),
@@ -111,7 +111,7 @@ impl<'a> JsonWriter<'a> {
     }
 
     /// Writes bytes that are already valid JSON in this style.
-    pub fn raw(&mut self, json: &[u8]) {
+    pub(crate) fn raw(&mut self, json: &[u8]) {
         self.out.extend_from_slice(json);
     }
 }

@@ -15,9 +15,9 @@ use crate::protocol::body::lenient;
 #[error("{what}: {detail}")]
 pub(crate) struct BodyError {
     /// Which body.
-    pub what: &'static str,
+    pub(crate) what: &'static str,
     /// The parser's message.
-    pub detail: String,
+    pub(crate) detail: String,
 }
 
 fn parse<T: DeserializeOwned>(what: &'static str, body: &[u8]) -> Result<T, BodyError> {
@@ -95,19 +95,19 @@ fn string_or_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> 
 pub(crate) struct BrokerInfo {
     /// The cluster.
     #[serde(default, deserialize_with = "string_or_empty")]
-    pub cluster: String,
+    pub(crate) cluster: String,
     /// The group's name.
     #[serde(default, deserialize_with = "string_or_empty")]
-    pub broker_name: String,
+    pub(crate) broker_name: String,
     /// Broker id → address, in document order.
     #[serde(default)]
-    pub broker_addrs: Ordered<String>,
+    pub(crate) broker_addrs: Ordered<String>,
     /// Slave-acting-master mode.
     #[serde(default, deserialize_with = "lenient::bool_or_false")]
-    pub enable_acting_master: bool,
+    pub(crate) enable_acting_master: bool,
     /// The zone, if any.
     #[serde(default, deserialize_with = "lenient::opt_string")]
-    pub zone_name: Option<String>,
+    pub(crate) zone_name: Option<String>,
 }
 
 impl BrokerInfo {
@@ -145,15 +145,15 @@ impl BrokerInfo {
 pub(crate) struct ClusterInfo {
     /// Broker name → group.
     #[serde(default)]
-    pub broker_addr_table: Ordered<BrokerInfo>,
+    pub(crate) broker_addr_table: Ordered<BrokerInfo>,
     /// Cluster name → broker names.
     #[serde(default)]
-    pub cluster_addr_table: Ordered<Vec<String>>,
+    pub(crate) cluster_addr_table: Ordered<Vec<String>>,
 }
 
 impl ClusterInfo {
     /// Decodes the body.
-    pub(crate) fn decode(body: &[u8]) -> Result<Self, BodyError> {
+    pub fn decode(body: &[u8]) -> Result<Self, BodyError> {
         parse("cluster info", body)
     }
 }
@@ -164,19 +164,19 @@ impl ClusterInfo {
 pub(crate) struct QueueInfo {
     /// The broker group.
     #[serde(default, deserialize_with = "string_or_empty")]
-    pub broker_name: String,
+    pub(crate) broker_name: String,
     /// Readable queues.
     #[serde(default, deserialize_with = "lenient::i32_or_zero")]
-    pub read_queue_nums: i32,
+    pub(crate) read_queue_nums: i32,
     /// Writable queues.
     #[serde(default, deserialize_with = "lenient::i32_or_zero")]
-    pub write_queue_nums: i32,
+    pub(crate) write_queue_nums: i32,
     /// Permission bits.
     #[serde(default, deserialize_with = "lenient::i32_or_zero")]
-    pub perm: i32,
+    pub(crate) perm: i32,
     /// `TopicSysFlag` bits.
     #[serde(default, deserialize_with = "lenient::i32_or_zero")]
-    pub topic_sys_flag: i32,
+    pub(crate) topic_sys_flag: i32,
 }
 
 /// The body of GET_ROUTEINFO_BY_TOPIC (`TopicRouteData`).
@@ -185,16 +185,16 @@ pub(crate) struct QueueInfo {
 pub(crate) struct RouteInfo {
     /// Broker groups serving the topic.
     #[serde(default)]
-    pub broker_datas: Vec<BrokerInfo>,
+    pub(crate) broker_datas: Vec<BrokerInfo>,
     /// Queues per broker group.
     #[serde(default)]
-    pub queue_datas: Vec<QueueInfo>,
+    pub(crate) queue_datas: Vec<QueueInfo>,
     /// Filter servers by broker address.
     #[serde(default)]
     pub(crate) filter_server_table: Ordered<Option<Vec<String>>>,
     /// `brokerName:queueNum;…` of an order topic.
     #[serde(default, deserialize_with = "lenient::opt_string")]
-    pub order_topic_conf: Option<String>,
+    pub(crate) order_topic_conf: Option<String>,
     /// Static-topic mappings, kept as JSON.
     #[serde(default)]
     pub(crate) topic_queue_mapping_by_broker: Option<serde_json::Value>,
@@ -202,7 +202,7 @@ pub(crate) struct RouteInfo {
 
 impl RouteInfo {
     /// Decodes the body.
-    pub(crate) fn decode(body: &[u8]) -> Result<Self, BodyError> {
+    pub fn decode(body: &[u8]) -> Result<Self, BodyError> {
         parse("topic route", body)
     }
 }

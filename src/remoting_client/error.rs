@@ -47,11 +47,11 @@ impl Failure {
 #[error("{server}: {} ({code}): {failure}", request_name(*code))]
 pub(crate) struct CallError {
     /// The server's address.
-    pub server: String,
+    pub(crate) server: String,
     /// The request code.
-    pub code: i32,
+    pub(crate) code: i32,
     /// What happened.
-    pub failure: Failure,
+    pub(crate) failure: Failure,
 }
 
 /// A remark on one line: Java's remarks may carry a `\nSee <FAQ url>` tail.

@@ -31,11 +31,11 @@ use crate::protocol::{
 
 /// An access key and its secret, as `AclClientRPCHook` signs with.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Credentials {
+pub(crate) struct Credentials {
     /// Sent as ext field `AccessKey`.
-    pub access_key: String,
+    pub(crate) access_key: String,
     /// Signs requests; never sent.
-    pub secret_key: String,
+    pub(crate) secret_key: String,
 }
 
 impl std::fmt::Debug for Credentials {
@@ -48,19 +48,19 @@ impl std::fmt::Debug for Credentials {
 
 /// How the client talks: timeouts, header encoding and credentials.
 #[derive(Debug, Clone)]
-pub struct ClientOptions {
+pub(crate) struct ClientOptions {
     /// How long to wait for each answer (mqadmin: 5000 ms): from the request, or from the
     /// previous answer of a pipelined batch, to the last byte of the answer — however the
     /// bytes trickle in.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// How long to wait for a TCP connection (mqadmin: 3000 ms).
     pub(crate) connect_timeout: Duration,
     /// Header encoding of requests.
-    pub serialize_type: SerializeType,
+    pub(crate) serialize_type: SerializeType,
     /// Credentials to sign every request with (mqadmin's come from `tools.yml`).
-    pub credentials: Option<Credentials>,
+    pub(crate) credentials: Option<Credentials>,
     /// TLS over every connection (`nsadmin`: when `--tls` or `-Dtls.enable=true` asks).
-    pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    pub(crate) tls: Option<std::sync::Arc<rustls::ClientConfig>>,
     /// Largest answer frame accepted; a larger one is refused from its length prefix, before
     /// its bytes are read, and its connection dropped.
     pub(crate) max_answer_bytes: usize,
@@ -83,11 +83,11 @@ impl Default for ClientOptions {
 #[derive(Debug, Clone)]
 pub(crate) struct Request {
     /// The request code.
-    pub code: i32,
+    pub(crate) code: i32,
     /// Ext fields (the custom header).
-    pub fields: Vec<(&'static str, String)>,
+    pub(crate) fields: Vec<(&'static str, String)>,
     /// The body, if any.
-    pub body: Option<Vec<u8>>,
+    pub(crate) body: Option<Vec<u8>>,
 }
 
 impl Request {

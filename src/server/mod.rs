@@ -62,7 +62,7 @@ pub struct ServerConfig {
     /// Period of the broker-expiry scan.
     pub(crate) scan_interval: Duration,
     /// Header encoding of responses.
-    pub serialize_type: SerializeType,
+    pub(crate) serialize_type: SerializeType,
     /// Route snapshots (warm restart), if on.
     pub snapshot: Option<SnapshotConfig>,
 }

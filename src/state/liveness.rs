@@ -11,9 +11,9 @@ use crate::protocol::body::Name;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct BrokerAddr {
     /// Cluster the broker registered under.
-    pub cluster: Name,
+    pub(crate) cluster: Name,
     /// The broker's `ip:port`.
-    pub addr: Name,
+    pub(crate) addr: Name,
 }
 
 /// The default broker expiry, `RouteInfoManager.DEFAULT_BROKER_CHANNEL_EXPIRED_TIME`.

@@ -118,12 +118,12 @@ impl Namesrv {
 
     /// An epoch that changes whenever configuration or KV content that routes depend on
     /// changes.
-    pub fn external_epoch(&self) -> u64 {
+    pub(crate) fn external_epoch(&self) -> u64 {
         self.inner.config_epoch.load(Ordering::Acquire) + self.inner.kv.epoch()
     }
 
     /// When the server started.
-    pub fn started(&self) -> Instant {
+    pub(crate) fn started(&self) -> Instant {
         self.inner.started
     }
 
@@ -133,7 +133,7 @@ impl Namesrv {
     }
 
     /// A connection closed: unregister brokers it still owned.
-    pub fn connection_closed(&self, conn: ConnId) {
+    pub(crate) fn connection_closed(&self, conn: ConnId) {
         if self.routes_frozen() {
             return;
         }
@@ -143,7 +143,7 @@ impl Namesrv {
     }
 
     /// UNREGISTER_BROKER.
-    pub fn unregister(&self, requests: &[Unregistration]) {
+    pub(crate) fn unregister(&self, requests: &[Unregistration]) {
         let removed = self.routes_mut().unregister(requests);
         self.metrics().evicted(Eviction::Unregister, removed);
     }
@@ -160,7 +160,7 @@ impl Namesrv {
     }
 
     /// Where the server is in its life.
-    pub fn phase(&self) -> Phase {
+    pub(crate) fn phase(&self) -> Phase {
         self.inner.phase.load()
     }
 
@@ -200,7 +200,7 @@ impl Namesrv {
 
     /// From now on (the shutdown having begun), requests of clients newer than 5.3.1 are
     /// answered `GO_AWAY`.
-    pub fn go_away(&self) {
+    pub(crate) fn go_away(&self) {
         self.inner.phase.apply(Event::GoAway);
     }
 

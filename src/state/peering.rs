@@ -41,11 +41,11 @@ pub struct Divergence {
     /// The broker group.
     pub broker_name: String,
     /// The broker's address.
-    pub broker_addr: String,
+    pub(crate) broker_addr: String,
     /// How it differs.
     pub difference: Difference,
     /// When the difference was first seen (it has lasted since).
-    pub since: Instant,
+    pub(crate) since: Instant,
 }
 
 /// One peer as the last round saw it.

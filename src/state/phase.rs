@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// The server's phase. The order of the variants is the order of a life: a transition never
 /// goes back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Serving as usual.
     Serving,
     /// A new process takes over the port: the coming shutdown skips the `GO_AWAY` wait,

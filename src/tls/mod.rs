@@ -88,7 +88,7 @@ fn why(trigger: Trigger) -> &'static str {
 impl ServerTls {
     /// Builds the configuration from `base` plus `tls.config.file`; a missing or unusable
     /// certificate or key is an error naming the key and the file.
-    pub fn load(base: &TlsSettings) -> Result<ServerTls, TlsError> {
+    pub(crate) fn load(base: &TlsSettings) -> Result<ServerTls, TlsError> {
         let effective = TlsSettings::reread(base);
         let generated = material::self_signed();
         let seen = fingerprints(&effective);
@@ -125,7 +125,7 @@ impl ServerTls {
     /// Re-reads `tls.config.file` and the material; on success new handshakes use it, on
     /// failure the previous material stays and the error (naming the key and file) is logged.
     /// Returns whether new material was installed.
-    pub fn reload(&self, why: &str) -> bool {
+    pub(crate) fn reload(&self, why: &str) -> bool {
         let effective = TlsSettings::reread(&self.0.base);
         *self.0.seen.lock() = fingerprints(&effective);
         match material::server_config(&effective, &self.0.generated) {
@@ -154,7 +154,7 @@ impl ServerTls {
     /// `cancel` fires. A change is acted on once the files have looked the same for one poll
     /// interval, so a certificate and key written one after the other are loaded together.
     /// Files are read on the blocking pool, never on a runtime worker.
-    pub async fn watch(self, reloads: watch::Receiver<u64>, cancel: CancellationToken) {
+    pub(crate) async fn watch(self, reloads: watch::Receiver<u64>, cancel: CancellationToken) {
         let watched = self.clone();
         reload_on_request_or_change(
             reloads,

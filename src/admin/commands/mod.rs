@@ -24,9 +24,9 @@ pub(crate) struct Outcome {
     /// Failures, one stderr line each.
     pub(crate) problems: Vec<Problem>,
     /// The exit code, when the command decides it itself.
-    pub exit: Option<u8>,
+    pub(crate) exit: Option<u8>,
     /// How many of `problems` were already printed (by `clusterList -i` as it goes).
-    pub printed: usize,
+    pub(crate) printed: usize,
 }
 
 /// Runs the command `spec` with its parsed options.
@@ -75,15 +75,15 @@ pub(crate) async fn execute(
 
 /// Shared state of one command run.
 pub(crate) struct Ctx<'a> {
-    pub client: Client,
+    pub(crate) client: Client,
     /// The name servers, in written order.
-    pub servers: Vec<String>,
+    pub(crate) servers: Vec<String>,
     /// Whether `-n` gave them (rather than `NAMESRV_ADDR`).
     pub(crate) from_option: bool,
     /// `--json` was given.
-    pub json: bool,
+    pub(crate) json: bool,
     /// stdout.
-    pub out: &'a mut dyn Write,
+    pub(crate) out: &'a mut dyn Write,
     /// stderr, for commands that report while they run.
     err: &'a mut dyn Write,
     /// Failures that do not end the command.

@@ -31,11 +31,11 @@ pub(crate) type Section = BTreeMap<String, String>;
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Plan {
     /// Only these topics (`-t`), else every topic each node lists.
-    pub topics: Option<Vec<String>>,
+    pub(crate) topics: Option<Vec<String>>,
     /// KV namespaces to compare (`-s`).
     pub(crate) namespaces: Vec<String>,
     /// Compare brokers' data versions (`--dataVersion`).
-    pub data_version: bool,
+    pub(crate) data_version: bool,
     /// Config keys left out (`--ignoreConfig`).
     pub(crate) ignore_config: Vec<String>,
 }
@@ -44,7 +44,7 @@ pub(crate) struct Plan {
 #[derive(Debug)]
 pub(crate) struct Node {
     /// The node's address.
-    pub addr: String,
+    pub(crate) addr: String,
     /// `(kind, section)` pairs, the same kinds in the same order for every node.
     pub(crate) sections: Vec<(String, Option<Section>)>,
     /// What went wrong while reading it.

@@ -12,11 +12,11 @@ use super::Node;
 #[derive(Debug)]
 pub(super) struct Difference {
     /// The kind (`brokers`, `routes`, `kv ORDER_TOPIC_CONFIG`, …).
-    pub kind: String,
+    pub(crate) kind: String,
     /// The key (broker name, topic, KV key, config key, …).
-    pub key: String,
+    pub(crate) key: String,
     /// Each distinct value (`None` = absent) with the nodes holding it, in node order.
-    pub groups: Vec<(Option<String>, Vec<String>)>,
+    pub(crate) groups: Vec<(Option<String>, Vec<String>)>,
 }
 
 /// Every difference, kind by kind in the nodes' section order, keys sorted.

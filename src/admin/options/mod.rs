@@ -19,13 +19,13 @@ use table::COMMON;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct OptSpec {
     /// The one-letter name (`-n`), if any.
-    pub short: Option<char>,
+    pub(crate) short: Option<char>,
     /// The long name (`--namesrvAddr`).
-    pub long: &'static str,
+    pub(crate) long: &'static str,
     /// Whether the option takes a value.
     pub(crate) takes_value: bool,
     /// Whether the option must be given.
-    pub required: bool,
+    pub(crate) required: bool,
     /// The help text.
     pub(crate) desc: &'static str,
 }
@@ -60,13 +60,13 @@ pub(crate) enum CommandKind {
 #[derive(Debug)]
 pub(crate) struct CommandSpec {
     /// The name as mqadmin spells it (matched ignoring case).
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// The description listed by `nsadmin` without arguments.
     pub(crate) desc: &'static str,
     /// The command's own options.
-    pub options: &'static [OptSpec],
+    pub(crate) options: &'static [OptSpec],
     /// Which command this is.
-    pub kind: CommandKind,
+    pub(crate) kind: CommandKind,
 }
 
 /// Finds a command by name, ignoring case as mqadmin does.
@@ -87,7 +87,7 @@ impl Parsed {
     }
 
     /// The value of option `long` (the first one, as commons-cli's `getOptionValue`).
-    pub(crate) fn value(&self, long: &str) -> Option<&str> {
+    pub fn value(&self, long: &str) -> Option<&str> {
         self.values
             .iter()
             .find(|(k, _)| *k == long)

@@ -48,10 +48,11 @@ pub enum Permission {
 
 impl Permission {
     /// Every class, in the order the file and the logs name them.
-    pub const ALL: [Permission; 3] = [Permission::Read, Permission::Broker, Permission::Admin];
+    pub(crate) const ALL: [Permission; 3] =
+        [Permission::Read, Permission::Broker, Permission::Admin];
 
     /// The class's name in the accounts file (`read`, `broker`, `admin`).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Permission::Read => "read",
             Permission::Broker => "broker",
@@ -206,7 +207,7 @@ impl Reason {
     ];
 
     /// A stable snake_case label (logs, metrics).
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Reason::MissingAccessKey => "missing_access_key",
             Reason::UnknownAccessKey => "unknown_access_key",
@@ -218,7 +219,7 @@ impl Reason {
     }
 
     /// Position in [`Reason::ALL`].
-    pub fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         self as usize
     }
 }
@@ -228,15 +229,15 @@ impl Reason {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
     /// Why.
-    pub reason: Reason,
+    pub(crate) reason: Reason,
     /// The request code.
-    pub code: i32,
+    pub(crate) code: i32,
     /// The request's class.
-    pub class: Permission,
+    pub(crate) class: Permission,
     /// The access key the request carried, cut to a printable length.
-    pub access_key: Option<String>,
+    pub(crate) access_key: Option<String>,
     /// The peer's address.
-    pub peer: IpAddr,
+    pub(crate) peer: IpAddr,
     /// For [`Reason::BadSignature`]: whether the signature was absent rather than wrong.
     pub(crate) signature_missing: bool,
 }

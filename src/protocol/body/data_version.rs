@@ -39,7 +39,7 @@ fn zero_counter() -> Option<i64> {
 
 impl DataVersion {
     /// The all-zero version Java uses for a registration without a body.
-    pub const ZERO: DataVersion = DataVersion {
+    pub(crate) const ZERO: DataVersion = DataVersion {
         state_version: 0,
         timestamp: 0,
         counter: Some(0),
@@ -68,7 +68,7 @@ impl DataVersion {
     }
 
     /// Writes the JSON form: `{"counter":N,"stateVersion":N,"timestamp":N}`.
-    pub fn write_json(&self, w: &mut JsonWriter<'_>) {
+    pub(crate) fn write_json(&self, w: &mut JsonWriter<'_>) {
         w.punct(b'{');
         if let Some(counter) = self.counter {
             w.key("counter");

@@ -29,7 +29,7 @@ pub fn topic_list<S: AsRef<str>>(topics: Vec<S>, broker_addr: Option<&str>) -> V
 
 /// `{"brokerAddrTable":{name:BrokerData},"clusterAddrTable":{cluster:[names]}}`, everything
 /// given in the Java tables' order (see `RouteTable::cluster_snapshot`).
-pub fn cluster_info(brokers: Vec<&BrokerData>, clusters: Vec<(&str, Vec<&str>)>) -> Vec<u8> {
+pub(crate) fn cluster_info(brokers: Vec<&BrokerData>, clusters: Vec<(&str, Vec<&str>)>) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + 200 * brokers.len());
     let mut w = JsonWriter::new(&mut out, JsonStyle::Legacy);
     w.raw(b"{\"brokerAddrTable\":{");

@@ -19,23 +19,23 @@ use crate::protocol::json::{JsonStyle, JsonWriter};
 pub type Name = Arc<str>;
 
 /// PERM_WRITE.
-pub const PERM_WRITE: i32 = 2;
+pub(crate) const PERM_WRITE: i32 = 2;
 /// PERM_READ.
-pub const PERM_READ: i32 = 4;
+pub(crate) const PERM_READ: i32 = 4;
 
 /// One broker group's queues of a topic.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QueueData {
+pub(crate) struct QueueData {
     /// The broker group serving the queues.
-    pub broker_name: Name,
+    pub(crate) broker_name: Name,
     /// Readable queues.
-    pub read_queue_nums: i32,
+    pub(crate) read_queue_nums: i32,
     /// Writable queues.
-    pub write_queue_nums: i32,
+    pub(crate) write_queue_nums: i32,
     /// Permission bits.
-    pub perm: i32,
+    pub(crate) perm: i32,
     /// `TopicSysFlag` bits.
-    pub topic_sys_flag: i32,
+    pub(crate) topic_sys_flag: i32,
 }
 
 impl QueueData {
@@ -45,7 +45,7 @@ impl QueueData {
     }
 
     /// Writes `{"brokerName":…,"perm":…,"readQueueNums":…,"topicSysFlag":…,"writeQueueNums":…}`.
-    pub fn write_json(&self, w: &mut JsonWriter<'_>) {
+    pub(crate) fn write_json(&self, w: &mut JsonWriter<'_>) {
         w.raw(b"{\"brokerName\":");
         w.string(&self.broker_name);
         w.raw(b",\"perm\":");
@@ -64,21 +64,21 @@ impl QueueData {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BrokerData {
     /// The cluster the group first registered under.
-    pub cluster: Name,
+    pub(crate) cluster: Name,
     /// The group's name.
-    pub broker_name: Name,
+    pub(crate) broker_name: Name,
     /// Broker id → address; id 0 is the master.
-    pub addrs: BTreeMap<i64, Name>,
+    pub(crate) addrs: BTreeMap<i64, Name>,
     /// The zone from the last registration's `__ZONE_NAME`.
-    pub zone_name: Option<Name>,
+    pub(crate) zone_name: Option<Name>,
     /// Whether the group runs in slave-acting-master mode.
-    pub enable_acting_master: bool,
+    pub(crate) enable_acting_master: bool,
 }
 
 impl BrokerData {
     /// Writes the JSON form: `brokerAddrs`, `brokerName`, `cluster`, `enableActingMaster` and,
     /// when set, `zoneName`.
-    pub fn write_json(&self, w: &mut JsonWriter<'_>) {
+    pub(crate) fn write_json(&self, w: &mut JsonWriter<'_>) {
         w.raw(b"{\"brokerAddrs\":");
         write_addrs(w, &self.addrs);
         w.raw(b",\"brokerName\":");
@@ -124,15 +124,15 @@ pub(crate) fn write_addrs(w: &mut JsonWriter<'_>, addrs: &BTreeMap<i64, Name>) {
 #[derive(Debug, Default)]
 pub struct TopicRouteData<'a> {
     /// Queue data per broker group, in output order.
-    pub queue_datas: Vec<&'a QueueData>,
+    pub(crate) queue_datas: Vec<&'a QueueData>,
     /// Copies of the groups' broker data, in output order (owned when rewritten).
-    pub broker_datas: Vec<Cow<'a, BrokerData>>,
+    pub(crate) broker_datas: Vec<Cow<'a, BrokerData>>,
     /// Filter servers by broker address (`None` values are omitted, as Java's null values).
     pub(crate) filter_server_table: Vec<(Name, Option<&'a [String]>)>,
     /// `brokerName:queueNum;…` from the ORDER_TOPIC_CONFIG namespace.
-    pub order_topic_conf: Option<&'a str>,
+    pub(crate) order_topic_conf: Option<&'a str>,
     /// Static-topic mappings by broker name.
-    pub mappings: Option<Vec<(&'a str, &'a MappingInfo)>>,
+    pub(crate) mappings: Option<Vec<(&'a str, &'a MappingInfo)>>,
 }
 
 impl TopicRouteData<'_> {

@@ -18,7 +18,7 @@ pub struct ScanError {
     /// Offset of the offending byte.
     pub(crate) pos: usize,
     /// What was expected or found.
-    pub what: &'static str,
+    pub(crate) what: &'static str,
 }
 
 type Result<T> = std::result::Result<T, ScanError>;

@@ -64,7 +64,7 @@ struct Wire {
 
 impl TopicConfig {
     /// Parses the JSON form; missing properties take Java's field defaults.
-    pub fn from_json(json: &[u8]) -> Result<TopicConfig, TopicConfigError> {
+    pub(crate) fn from_json(json: &[u8]) -> Result<TopicConfig, TopicConfigError> {
         lenient::expect_object(json)?;
         let wire: Wire = serde_json::from_slice(json)?;
         Ok(TopicConfig {

@@ -79,7 +79,7 @@ pub(super) struct Attached {
 
 impl Outbound {
     /// A handle with no connections yet.
-    pub fn new() -> Outbound {
+    pub(crate) fn new() -> Outbound {
         Outbound::default()
     }
 

@@ -133,7 +133,7 @@ struct Inner {
 impl Prelude {
     /// A prelude for `mode` with `tls` material (needed unless `disabled`), accepting PROXY
     /// headers from peers `proxy_from` allows (`proxyProtocolAllowedAddresses`).
-    pub fn new(
+    pub(crate) fn new(
         mode: ServerMode,
         tls: Option<ServerTls>,
         proxy_from: AllowList,
@@ -155,7 +155,7 @@ impl Prelude {
     }
 
     /// The prelude the settings ask for: `base` holds the `tls.*` keys before `tls.config.file`
-    /// (which [`ServerTls::load`] reads, and every reload re-reads). Material is loaded unless
+    /// (which `ServerTls::load` reads, and every reload re-reads). Material is loaded unless
     /// the mode is `disabled`; a missing or unusable file is an error naming key and file.
     pub fn load(base: &TlsSettings, s: &Settings) -> Result<Prelude, TlsError> {
         tracing::info!("Server is running in TLS {} mode", base.mode.name());
@@ -176,11 +176,6 @@ impl Prelude {
             s.proxy_protocol_allowed_addresses.value().clone(),
             s.handshake_timeout_millis.duration(),
         ))
-    }
-
-    /// The mode.
-    pub fn mode(&self) -> ServerMode {
-        self.0.mode
     }
 
     /// The TLS material, unless `disabled`.

@@ -59,7 +59,7 @@ pub struct Header {
     pub len: usize,
     /// The client's address, when the header carries a TCP/IP one (not for v1 `UNKNOWN`, v2
     /// `LOCAL` — a load balancer's health check — nor unspecified or UNIX families).
-    pub source: Option<SocketAddr>,
+    pub(crate) source: Option<SocketAddr>,
 }
 
 /// Why a header could not be parsed.

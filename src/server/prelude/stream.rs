@@ -36,7 +36,7 @@ impl Started {
     }
 
     /// The socket (for its options and addresses).
-    pub fn socket(&self) -> &TcpStream {
+    pub(crate) fn socket(&self) -> &TcpStream {
         &self.socket
     }
 
@@ -46,7 +46,7 @@ impl Started {
     }
 
     /// Bytes handed to the reader so far.
-    pub fn taken(&self) -> usize {
+    pub(crate) fn taken(&self) -> usize {
         self.taken
     }
 

@@ -6,7 +6,7 @@
 //! heartbeats and timeouts, and the [`Policy`] — and the record of holds shown to operators
 //! ([`ProtectionStatus`]). It knows the route table only by its broker keys: the expiry scan
 //! and the idle timeout (`route_table::expiry`) feed it the live set, act on its
-//! `Decision` and keep its [`Holds`].
+//! `Decision` and keep its `Holds`.
 //!
 //! The rule:
 //! - a broker is **due** for eviction when Java would evict it: silent for longer than its
@@ -77,7 +77,7 @@ impl Policy {
     };
 
     /// The policy the settings describe (they are validated, so every value is in range).
-    pub fn from_settings(s: &Settings) -> Policy {
+    pub(crate) fn from_settings(s: &Settings) -> Policy {
         Policy {
             enabled: s.eviction_protection,
             threshold_percent: s.eviction_protection_threshold_percent.clamp(1, 99) as u32,
@@ -92,7 +92,7 @@ impl Policy {
     }
 
     /// Whether `silent` of `live` brokers being silent at once is a mass expiry to hold.
-    pub fn holds(&self, live: usize, silent: usize) -> bool {
+    pub(crate) fn holds(&self, live: usize, silent: usize) -> bool {
         self.enabled
             && live >= self.min_brokers
             && silent as u128 * 100 > self.threshold_percent as u128 * live as u128
@@ -101,25 +101,25 @@ impl Policy {
 
 /// What the rule needs to know about one live broker.
 #[derive(Debug, Clone, Copy)]
-pub struct Heard {
+pub(crate) struct Heard {
     /// When it was first heard from (the registration that put it in the live set).
-    pub first: Instant,
+    pub(crate) first: Instant,
     /// Its last heartbeat (registration, data-version query or heartbeat).
-    pub last: Instant,
+    pub(crate) last: Instant,
     /// How long it may stay silent.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Its connection was closed by the idle timeout after its last heartbeat.
     pub(crate) idled_out: bool,
 }
 
 impl Heard {
     /// Whether Java would evict it now: past its timeout, or cut off by the idle timeout.
-    pub fn due(&self, now: Instant) -> bool {
+    pub(crate) fn due(&self, now: Instant) -> bool {
         self.idled_out || self.past(now, self.timeout)
     }
 
     /// Whether it is due, or has been silent for more than half its timeout.
-    pub fn silent(&self, now: Instant) -> bool {
+    pub(crate) fn silent(&self, now: Instant) -> bool {
         self.due(now) || self.past(now, self.timeout / 2)
     }
 
@@ -154,11 +154,11 @@ pub(crate) struct Decision<K> {
     /// Brokers to evict now, in the order the live set listed them.
     pub(crate) evict: Vec<K>,
     /// Due brokers kept because a mass expiry is under way.
-    pub hold: Vec<K>,
+    pub(crate) hold: Vec<K>,
     /// Every silent broker that counts (due ones included).
-    pub silent: Vec<K>,
+    pub(crate) silent: Vec<K>,
     /// How many brokers of the live set count (see the module's rule).
-    pub live: usize,
+    pub(crate) live: usize,
     /// Whether the mass-expiry rule was in force (then `evict` holds only overdue brokers).
     pub(crate) protecting: bool,
 }
@@ -263,7 +263,7 @@ pub(crate) fn announcement(policy: &Policy, decision: &Decision<Judged>) -> Stri
 /// The brokers held now, and the running record of holds. Lives in the route table, which
 /// feeds it every decision.
 #[derive(Debug, Default)]
-pub struct Holds {
+pub(crate) struct Holds {
     /// Each held broker with its last heartbeat when it was held: a broker heard from since,
     /// or removed since, is no longer held.
     held: HashMap<BrokerAddr, Instant>,
@@ -311,7 +311,10 @@ impl Holds {
 
     /// A snapshot for operators; `heard_at` gives a broker's current last heartbeat, `None`
     /// once it is gone.
-    pub fn status(&self, heard_at: impl Fn(&BrokerAddr) -> Option<Instant>) -> ProtectionStatus {
+    pub(crate) fn status(
+        &self,
+        heard_at: impl Fn(&BrokerAddr) -> Option<Instant>,
+    ) -> ProtectionStatus {
         let mut clusters = BTreeSet::new();
         let mut held = 0;
         for (key, last) in &self.held {

@@ -11,7 +11,7 @@
 //! Two bookkeeping fields make routes cheap to serve and registrations cheap to repeat:
 //! every topic carries a revision number that changes whenever its route could change, and
 //! every queue entry remembers the digest of the broker config it was built from (see
-//! [`QueueEntry::source`]).
+//! `QueueEntry::source`).
 
 pub(crate) mod expiry;
 pub(crate) mod operator_edits;
@@ -39,31 +39,31 @@ pub struct ConnId(pub u64);
 
 /// One broker group's queues of a topic, plus where they came from.
 #[derive(Debug, Clone)]
-pub struct QueueEntry {
+pub(crate) struct QueueEntry {
     /// What clients see.
-    pub data: QueueData,
+    pub(crate) data: QueueData,
     /// Digest of the registered topic config this entry was built from, or 0 when something
     /// else (a permission change, REGISTER_TOPIC_IN_NAMESRV) last wrote it. A registration
     /// whose config has the same digest would build the same entry, so it can skip it.
-    pub source: u64,
+    pub(crate) source: u64,
 }
 
 /// A topic's route state.
 #[derive(Debug, Default)]
-pub struct TopicEntry {
+pub(crate) struct TopicEntry {
     /// One entry per broker group, in insertion order (Java order is applied on output).
-    pub queues: Vec<QueueEntry>,
+    pub(crate) queues: Vec<QueueEntry>,
     /// Changes whenever the queue data or the static-topic mapping of this topic changes.
     pub(crate) revision: u64,
     /// Encoded route bodies, valid while the revision and the broker epoch are unchanged.
-    pub cache: RouteCache,
+    pub(crate) cache: RouteCache,
     /// When the topic entered the table (Java lists same-bucket entries in that order).
-    pub created: u64,
+    pub(crate) created: u64,
 }
 
 impl TopicEntry {
     /// The queue entry of `broker_name`, if any.
-    pub fn queue(&self, broker_name: &str) -> Option<&QueueEntry> {
+    pub(crate) fn queue(&self, broker_name: &str) -> Option<&QueueEntry> {
         self.queues
             .iter()
             .find(|q| &*q.data.broker_name == broker_name)
@@ -93,29 +93,29 @@ impl TopicEntry {
 
 /// A broker group and a counter of changes to its queue data.
 #[derive(Debug, Clone)]
-pub struct BrokerGroup {
+pub(crate) struct BrokerGroup {
     /// What clients see.
-    pub data: BrokerData,
+    pub(crate) data: BrokerData,
     /// Bumped on every change to this group's queue entries in any topic; a
     /// re-registration may skip all topic work only if nothing touched them since.
     pub(crate) feed_generation: u64,
     /// When the group entered the table (Java lists same-bucket entries in that order).
-    pub created: u64,
+    pub(crate) created: u64,
 }
 
 /// What the last full registration from one broker address applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AppliedRegistration {
+pub(crate) struct AppliedRegistration {
     /// Digest of the raw body.
-    pub digest: u64,
+    pub(crate) digest: u64,
     /// The body's topic table (its length and digest), if the routes reflect *every* config
     /// in it (a first registration or a new data version applies them all; an unchanged
     /// version only adds missing topics, after which the table is not known to be applied).
-    pub table: Option<TableHint>,
+    pub(crate) table: Option<TableHint>,
     /// The group's feed generation right after applying it.
     pub(crate) feed_generation: u64,
     /// How the body's topics were applied (master / prime slave / acting master).
-    pub mode: u64,
+    pub(crate) mode: u64,
     /// Whether `deleteTopicWithBrokerRegistration` was on, so topics missing from the table
     /// were dropped; switching it on makes the next registration do that work.
     pub(crate) prunes: bool,
@@ -133,24 +133,24 @@ pub struct BrokerLive {
     /// [`MAX_BROKER_TIMEOUT`]).
     pub timeout: Duration,
     /// The data version of its last registration.
-    pub data_version: DataVersion,
+    pub(crate) data_version: DataVersion,
     /// The connection of its last registration: the one whose loss unregisters it.
-    pub conn: ConnId,
+    pub(crate) conn: ConnId,
     /// Its HA address.
-    pub ha_server_addr: Option<String>,
+    pub(crate) ha_server_addr: Option<String>,
     /// Set when its last registration body is known to be fully applied.
-    pub applied: Option<AppliedRegistration>,
+    pub(crate) applied: Option<AppliedRegistration>,
     /// Its connection idled out since it was last heard from, and eviction protection kept
     /// it (see [`crate::state::protection`]): it is due for eviction like an expired broker.
     pub(crate) idled_out: bool,
     /// The `version` of its last registration request: its RocketMQ release as an
     /// `MQVersion` ordinal.
-    pub version: i32,
+    pub(crate) version: i32,
 }
 
 impl BrokerLive {
     /// What the expiry rules judge it by (its silence: see [`Heard::due`]).
-    pub fn heard(&self) -> Heard {
+    pub(crate) fn heard(&self) -> Heard {
         Heard {
             first: self.first_heard,
             last: self.last_update,
@@ -254,12 +254,14 @@ impl RouteTable {
     }
 
     /// A topic's entry.
-    pub fn topic(&self, topic: &str) -> Option<&TopicEntry> {
+    #[cfg(test)]
+    pub(crate) fn topic(&self, topic: &str) -> Option<&TopicEntry> {
         self.topics.get(topic)
     }
 
     /// A broker group.
-    pub fn broker(&self, broker_name: &str) -> Option<&BrokerGroup> {
+    #[cfg(test)]
+    pub(crate) fn broker(&self, broker_name: &str) -> Option<&BrokerGroup> {
         self.brokers.get(broker_name)
     }
 

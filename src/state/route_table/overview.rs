@@ -34,9 +34,9 @@ impl CacheCounts {
 
 /// The route table's counts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TableCounts {
+pub(crate) struct TableCounts {
     /// Topics with a route.
-    pub topics: usize,
+    pub(crate) topics: usize,
     /// Live brokers (live-table entries) by the cluster they registered under.
     pub(crate) live_brokers: BTreeMap<Name, usize>,
     /// Broker groups by cluster.
@@ -51,59 +51,59 @@ pub struct TableCounts {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ClusterView {
     /// The cluster's name.
-    pub name: Name,
+    pub(crate) name: Name,
     /// Its broker groups, by name.
-    pub groups: Vec<GroupView>,
+    pub(crate) groups: Vec<GroupView>,
 }
 
 /// One broker group.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct GroupView {
     /// The group's name (`brokerName`).
-    pub name: Name,
+    pub(crate) name: Name,
     /// Its zone, if its brokers declared one.
-    pub zone: Option<Name>,
+    pub(crate) zone: Option<Name>,
     /// Whether it runs in slave-acting-master mode.
-    pub enable_acting_master: bool,
+    pub(crate) enable_acting_master: bool,
     /// Topics it serves.
-    pub topics: usize,
+    pub(crate) topics: usize,
     /// Of those, the ones whose queues are writable (WIPE_WRITE_PERM_OF_BROKER clears them).
     pub(crate) writable_topics: usize,
     /// Its members, by broker id.
-    pub brokers: Vec<BrokerView>,
+    pub(crate) brokers: Vec<BrokerView>,
 }
 
 /// One member of a broker group.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct BrokerView {
     /// Broker id (0 = master).
-    pub id: i64,
+    pub(crate) id: i64,
     /// `ip:port`.
-    pub addr: Name,
+    pub(crate) addr: Name,
     /// Its liveness record; `None` if the live table has no entry for it.
-    pub live: Option<LiveView>,
+    pub(crate) live: Option<LiveView>,
 }
 
 /// What the live table knows about a broker.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct LiveView {
     /// The `MQVersion` ordinal of its last registration.
-    pub version: i32,
+    pub(crate) version: i32,
     /// The data version of its last registration.
-    pub data_version: DataVersion,
+    pub(crate) data_version: DataVersion,
     /// Time since it was last heard from.
     pub(crate) last_heartbeat_age: Duration,
     /// Time left before the expiry scan evicts it, if it stays silent.
     pub(crate) expires_in: Duration,
     /// Its declared (or the default) silence timeout.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Its HA address.
-    pub ha_server_addr: Option<String>,
+    pub(crate) ha_server_addr: Option<String>,
 }
 
 impl RouteTable {
     /// The counts `/metrics` exports.
-    pub fn counts(&self) -> TableCounts {
+    pub(crate) fn counts(&self) -> TableCounts {
         let mut live_brokers = BTreeMap::new();
         for key in self.live.keys() {
             *live_brokers.entry(key.cluster.clone()).or_insert(0) += 1;

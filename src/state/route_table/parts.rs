@@ -18,48 +18,48 @@ use crate::protocol::body::{BrokerData, DataVersion, MappingInfo, Name, QueueDat
 
 /// A broker's liveness record without its connection.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LivePart {
+pub(crate) struct LivePart {
     /// How long ago the broker was last heard from.
     pub(crate) age: Duration,
     /// How long it may stay silent.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// The data version of its last registration.
-    pub data_version: DataVersion,
+    pub(crate) data_version: DataVersion,
     /// Its HA address.
-    pub ha_server_addr: Option<String>,
+    pub(crate) ha_server_addr: Option<String>,
     /// The RocketMQ version its last registration request carried.
-    pub version: i32,
+    pub(crate) version: i32,
 }
 
 /// Everything a route table serves, as plain lists in the order entries entered it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Parts {
     /// Cluster → broker names.
-    pub clusters: Vec<(Name, Vec<Name>)>,
+    pub(crate) clusters: Vec<(Name, Vec<Name>)>,
     /// Broker groups.
-    pub groups: Vec<BrokerData>,
+    pub(crate) groups: Vec<BrokerData>,
     /// Topic → one queue entry per broker group.
-    pub topics: Vec<(Name, Vec<QueueData>)>,
+    pub(crate) topics: Vec<(Name, Vec<QueueData>)>,
     /// Live brokers.
-    pub live: Vec<(BrokerAddr, LivePart)>,
+    pub(crate) live: Vec<(BrokerAddr, LivePart)>,
     /// Filter servers by broker.
-    pub filter_servers: Vec<(BrokerAddr, Vec<String>)>,
+    pub(crate) filter_servers: Vec<(BrokerAddr, Vec<String>)>,
     /// Topic → broker name → static-topic mapping.
-    pub mappings: Vec<(Name, Vec<(Name, MappingInfo)>)>,
+    pub(crate) mappings: Vec<(Name, Vec<(Name, MappingInfo)>)>,
 }
 
 /// A broker registered on this node, as the peer checks compare it ([`crate::peers`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LiveBroker {
-    pub cluster: String,
+    pub(crate) cluster: String,
     /// Its group.
-    pub name: String,
+    pub(crate) name: String,
     /// Its id in the group.
-    pub id: i64,
+    pub(crate) id: i64,
     /// Its address.
-    pub addr: String,
+    pub(crate) addr: String,
     /// The data version of its last registration.
-    pub data_version: DataVersion,
+    pub(crate) data_version: DataVersion,
 }
 
 impl LiveBroker {

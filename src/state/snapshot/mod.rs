@@ -64,7 +64,7 @@ pub struct Meta {
 
 impl Meta {
     /// A snapshot taken now by this process.
-    pub fn now(reason: Reason) -> Meta {
+    pub(crate) fn now(reason: Reason) -> Meta {
         Meta {
             written_at_millis: wall_clock_millis(),
             pid: std::process::id(),
@@ -129,7 +129,7 @@ impl SnapshotError {
 
 /// Reads the snapshot at `path` and shifts every broker's age by the time that passed since
 /// it was written (`now_millis`, wall clock). `Ok(None)` when there is no file.
-pub fn load(path: &Path, now_millis: i64) -> Result<Option<(Meta, Parts)>, SnapshotError> {
+pub(crate) fn load(path: &Path, now_millis: i64) -> Result<Option<(Meta, Parts)>, SnapshotError> {
     // Only a regular file is read: a FIFO or device put at the path cannot hold the start.
     let read = |p: &Path| -> std::io::Result<Vec<u8>> {
         let mut bytes = Vec::new();

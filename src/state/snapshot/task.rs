@@ -23,12 +23,12 @@ pub struct SnapshotConfig {
     /// The snapshot file.
     pub path: PathBuf,
     /// Period of the background write.
-    pub interval: Duration,
+    pub(crate) interval: Duration,
 }
 
 impl SnapshotConfig {
     /// The snapshot configuration `settings` ask for, if warm restarts are on.
-    pub fn from_settings(s: &Settings) -> Option<SnapshotConfig> {
+    pub(crate) fn from_settings(s: &Settings) -> Option<SnapshotConfig> {
         s.restore_routes_on_start.then(|| SnapshotConfig {
             path: s.route_snapshot_file(),
             interval: s.route_snapshot_interval_millis.duration(),
