@@ -3,7 +3,7 @@
 # server holding a realistic cluster: 3 name servers, each with 2 brokers x $TOPICS topics
 # (examples/nsadmin_fixture.rs registers them and answers the brokers' runtime-info requests).
 #
-#   benches/nsadmin.sh                 # TOPICS=50000 (the diff figure of issue 14)
+#   benches/nsadmin.sh                 # TOPICS=50000 (the figure benches/README.md reports)
 #   TOPICS=1000 benches/nsadmin.sh     # a small cluster
 #
 # Servers are pinned to CPU 0, nsadmin to CPU 1 (when there are two CPUs). Reference in the same

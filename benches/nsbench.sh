@@ -75,7 +75,7 @@ start_server() { # kind port label
       printf "listenPort=%s\nbindAddress=127.0.0.1\nkvConfigPath=%s/kv.json\nconfigStorePath=%s/ns.properties\nframeMaxLength=67108864\n$auth" \
         "$port" "$WORK" "$WORK" > "$WORK/ours.conf"
       local bin="$ROOT/target/release/namesrv" tls_file=(-Dtls.config.file="$WORK/no-tls.properties")
-      # A reference build from before TLS (issue 11) knows no -D options.
+      # A reference build from before TLS knows no -D options.
       [ "$kind" = ref ] && bin="$NAMESRV_REF_BIN" && tls_file=()
       pin 0 "$bin" ${tls_file[@]+"${tls_file[@]}"} ${OURS_ARGS[@]+"${OURS_ARGS[@]}"} \
         -c "$WORK/ours.conf" >"$WORK/$kind.log" 2>&1 &
@@ -136,7 +136,7 @@ for w in "${WORKLOADS[@]}"; do
     # every 30 s, so the run must outlast that).
     route-reregister) args=(--workload route --topics 10000); RUN_DURATION=$(( DURATION > 40 ? DURATION : 40 )) ;;
     mixed) args=(--workload mixed) ;;
-    # TLS (issue 11): the ceiling is nslimit --tls (same P-256 certificate type, no tickets).
+    # TLS: the ceiling is nslimit --tls (same P-256 certificate type, no tickets).
     route-tls) args=(--workload route --tls); NSLIMIT_ARGS=(--tls) ;;
     handshake-tls) args=(--workload handshake --tls); NSLIMIT_ARGS=(--tls) ;;
     handshake) args=(--workload handshake) ;;

@@ -5,12 +5,12 @@
 /// A UTC date and time of day.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Utc {
-    pub year: i64,
-    pub month: i64,
-    pub day: i64,
-    pub hour: i64,
-    pub minute: i64,
-    pub second: i64,
+    pub(crate) year: i64,
+    pub(crate) month: i64,
+    pub(crate) day: i64,
+    pub(crate) hour: i64,
+    pub(crate) minute: i64,
+    pub(crate) second: i64,
 }
 
 impl Utc {

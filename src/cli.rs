@@ -21,7 +21,7 @@ pub struct Args {
 
     /// Name server address list; accepted for compatibility with mqnamesrv and ignored.
     #[arg(short = 'n', long = "namesrvAddr", value_name = "ADDRS")]
-    pub namesrv_addr: Option<String>,
+    pub(crate) namesrv_addr: Option<String>,
 
     /// A Java system property, e.g. `-Dtls.server.mode=enforcing` (bin/mqnamesrv passes those of
     /// JAVA_OPT and JAVA_OPT_EXT). Only `tls.*` keys are used; others are accepted and ignored.

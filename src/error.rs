@@ -19,12 +19,7 @@ pub enum HandlerError {
     #[error(
         "org.apache.rocketmq.remoting.exception.RemotingCommandException: the custom field <{field}> has an invalid value: {value:?}"
     )]
-    InvalidField {
-        /// The field.
-        field: &'static str,
-        /// Its value.
-        value: String,
-    },
+    InvalidField { field: &'static str, value: String },
     /// The body could not be decoded; the text is the remark.
     #[error("{0}")]
     BadBody(String),
@@ -40,12 +35,12 @@ pub enum HandlerError {
 
 impl HandlerError {
     /// Whether the fault is the server's rather than the client's.
-    pub fn is_internal(&self) -> bool {
+    pub(crate) fn is_internal(&self) -> bool {
         matches!(self, HandlerError::Storage { .. })
     }
 
     /// The response Java would give.
-    pub fn to_response(&self) -> RemotingCommand {
+    pub(crate) fn to_response(&self) -> RemotingCommand {
         RemotingCommand::error(response::SYSTEM_ERROR, self.to_string())
     }
 }

@@ -3,7 +3,7 @@
 
 /// Java's `Character.isWhitespace`: Unicode space separators except the non-breaking ones,
 /// line and paragraph separators, and the ASCII/C0 separators.
-pub fn is_whitespace(c: char) -> bool {
+pub(crate) fn is_whitespace(c: char) -> bool {
     matches!(
         c,
         '\t'..='\r'
@@ -20,18 +20,18 @@ pub fn is_whitespace(c: char) -> bool {
 }
 
 /// commons-lang `StringUtils.isBlank`: empty or only [`is_whitespace`] characters.
-pub fn is_blank(s: &str) -> bool {
+pub(crate) fn is_blank(s: &str) -> bool {
     s.chars().all(is_whitespace)
 }
 
 /// Java's `String.trim`: strips every character up to U+0020, control characters included.
-pub fn trim(s: &str) -> &str {
+pub(crate) fn trim(s: &str) -> &str {
     s.trim_matches(|c: char| c <= ' ')
 }
 
 /// Java's `String.equalsIgnoreCase`: equal lengths, and each pair of characters equal as they
 /// are, after a one-to-one upper-case mapping, or after mapping those to lower case.
-pub fn equals_ignore_case(a: &str, b: &str) -> bool {
+pub(crate) fn equals_ignore_case(a: &str, b: &str) -> bool {
     fn one(mut mapped: impl ExactSizeIterator<Item = char>, c: char) -> char {
         match mapped.len() {
             1 => mapped.next().unwrap_or(c),

@@ -34,7 +34,7 @@ pub(crate) struct Offload {
 
 impl Offload {
     /// Lanes sized for this machine.
-    pub fn new() -> Offload {
+    pub(crate) fn new() -> Offload {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Offload {
             disk: Arc::new(Semaphore::new(DISK_LANE)),
@@ -45,7 +45,7 @@ impl Offload {
     /// Runs `job` on the blocking pool once its lane has room, passing it the time it
     /// starts at. `None` if the runtime is shutting down before it could run; a panic in
     /// the job resumes here.
-    pub async fn run<T: Send + 'static>(
+    pub(crate) async fn run<T: Send + 'static>(
         &self,
         lane: Lane,
         job: impl FnOnce(Instant) -> T + Send + 'static,

@@ -1,9 +1,9 @@
 //! Reload requests: one shared way to tell background tasks "re-read your files now".
 //!
 //! A [`Reload`] handle holds a generation number in a [`tokio::sync::watch`] channel. SIGHUP
-//! (see [`Reload::listen_for_sighup`], one of the server's services) or a direct
+//! (see `Reload::listen_for_sighup`, one of the server's services) or a direct
 //! [`Reload::request`] bumps it; every task that keeps something re-readable (the auth
-//! accounts file, the TLS material, the config file) holds a [`Reload::subscribe`] receiver
+//! accounts file, the TLS material, the config file) holds a `Reload::subscribe` receiver
 //! and re-reads when it changes. Requests that arrive while a task is busy coalesce into one.
 //! Nothing here knows what is reloaded.
 
@@ -34,7 +34,7 @@ impl Default for Reload {
 
 impl Reload {
     /// A handle with no reload requested yet.
-    pub fn new() -> Reload {
+    pub(crate) fn new() -> Reload {
         let (generation, _) = watch::channel(0);
         Reload {
             generation: Arc::new(generation),
@@ -48,13 +48,13 @@ impl Reload {
 
     /// A receiver that sees every later [`Reload::request`] (`changed()` completes once per
     /// burst of requests).
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
         self.generation.subscribe()
     }
 
     /// Turns each SIGHUP into a reload request until `cancel` fires. Without a usable signal
     /// handler (not Unix, or registration failed) it only waits for `cancel`.
-    pub async fn listen_for_sighup(self, cancel: CancellationToken) {
+    pub(crate) async fn listen_for_sighup(self, cancel: CancellationToken) {
         #[cfg(unix)]
         {
             use tokio::signal::unix::{SignalKind, signal};

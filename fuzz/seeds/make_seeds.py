@@ -3,7 +3,7 @@
 
 Run from the repository root:  python3 fuzz/seeds/make_seeds.py
 Inputs: the captured Java 5.3.3 frames (tests/fixtures/java-5.3.3), conf/namesrv.conf, and
-hand-written registration bodies in the 4.9.x and 5.x shapes of JSON.md section 6.
+hand-written registration bodies in the 4.9.x and 5.x shapes of Java's RegisterBrokerBody.
 The structured targets (register_body_structured, route_table) take `arbitrary` input, so
 their seeds are inputs kept from earlier fuzzing runs (see fuzz/README.md), not made here.
 """
@@ -79,7 +79,7 @@ for path in sorted(glob.glob(os.path.join(FIX, "*.bin"))):
         put(target, base, header)
 
 
-# header_binary has only two captured headers: add hand-made ones (PROTOCOL.md section 3).
+# header_binary has only two captured headers: add hand-made ones (the layout of RocketMQSerializable#rocketMQProtocolEncode).
 def bin_header(code, lang, version, opaque, flag, remark, ext):
     out = struct.pack(">hBhii", code, lang, version, opaque, flag)
     r = remark.encode()

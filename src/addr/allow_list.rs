@@ -13,7 +13,7 @@ pub struct AllowList(Vec<AddressPattern>);
 
 impl AllowList {
     /// Parses a list; blanks around patterns and empty entries are ignored.
-    pub fn parse(text: &str) -> Result<AllowList, PatternError> {
+    pub(crate) fn parse(text: &str) -> Result<AllowList, PatternError> {
         let patterns = text
             .split(';')
             .map(str::trim)
@@ -24,12 +24,12 @@ impl AllowList {
     }
 
     /// Whether `ip` matches one of the patterns.
-    pub fn allows(&self, ip: IpAddr) -> bool {
+    pub(crate) fn allows(&self, ip: IpAddr) -> bool {
         self.0.iter().any(|p| p.matches(ip))
     }
 
     /// Whether every peer is allowed (a `*` pattern).
-    pub fn admits_everyone(&self) -> bool {
+    pub(crate) fn admits_everyone(&self) -> bool {
         self.0.iter().any(AddressPattern::is_any)
     }
 }

@@ -7,7 +7,7 @@ use std::str::FromStr;
 #[error("expected host:port entries separated by ';', found {entry:?}")]
 pub struct HostPortError {
     /// The entry, trimmed.
-    pub entry: String,
+    pub(crate) entry: String,
 }
 
 /// Name server addresses, in the order written (a host may be a name, so these stay text).
@@ -17,7 +17,7 @@ pub struct HostPortList(Vec<String>);
 impl HostPortList {
     /// Parses a list: blanks around entries and empty entries are ignored; every other entry
     /// must be a host without blanks, `:`, and a port from 1 to 65535.
-    pub fn parse(text: &str) -> Result<HostPortList, HostPortError> {
+    pub(crate) fn parse(text: &str) -> Result<HostPortList, HostPortError> {
         let mut entries = Vec::new();
         for entry in text.split(';').map(str::trim).filter(|e| !e.is_empty()) {
             let valid = entry.rsplit_once(':').is_some_and(|(host, port)| {
@@ -41,7 +41,7 @@ impl HostPortList {
     }
 
     /// Whether the list has no entry.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 }

@@ -10,6 +10,6 @@ mod allow_list;
 mod host_port;
 mod pattern;
 
-pub use allow_list::AllowList;
-pub use host_port::{HostPortError, HostPortList};
-pub use pattern::{AddressPattern, PatternError};
+pub(crate) use allow_list::AllowList;
+pub(crate) use host_port::HostPortList;
+pub(crate) use pattern::{AddressPattern, PatternError};

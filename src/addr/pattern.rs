@@ -24,14 +24,14 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 #[error("invalid address pattern {pattern:?}: {reason}")]
 pub struct PatternError {
     /// The pattern as written.
-    pub pattern: String,
+    pub(crate) pattern: String,
     /// What is wrong with it.
-    pub reason: &'static str,
+    pub(crate) reason: &'static str,
 }
 
 /// One parsed address pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AddressPattern {
+pub(crate) struct AddressPattern {
     text: String,
     any: bool,
     /// Each alternative is a full address with an inclusive range per octet or group.
@@ -69,7 +69,7 @@ impl Alternative {
 
 impl AddressPattern {
     /// Parses a pattern; surrounding blanks are ignored, and a blank pattern matches nothing.
-    pub fn parse(text: &str) -> Result<AddressPattern, PatternError> {
+    pub(crate) fn parse(text: &str) -> Result<AddressPattern, PatternError> {
         let text = text.trim();
         let err = |reason| PatternError {
             pattern: text.to_owned(),
@@ -119,18 +119,18 @@ impl AddressPattern {
     }
 
     /// Whether it matches every address (`*`, `*.*.*.*`, `*:*:*:*:*:*:*:*`).
-    pub fn is_any(&self) -> bool {
+    pub(crate) fn is_any(&self) -> bool {
         self.any
     }
 
     /// The pattern as written.
-    pub fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         &self.text
     }
 
     /// Whether `ip` matches. IPv4 addresses seen through an IPv6 socket (`::ffff:a.b.c.d`) are
     /// matched as IPv4.
-    pub fn matches(&self, ip: IpAddr) -> bool {
+    pub(crate) fn matches(&self, ip: IpAddr) -> bool {
         if self.any {
             return true;
         }

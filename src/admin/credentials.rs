@@ -9,11 +9,11 @@
 
 use std::path::{Path, PathBuf};
 
-pub use crate::remoting_client::Credentials;
+pub(crate) use crate::remoting_client::Credentials;
 
 /// Why credentials the operator asked for could not be used.
 #[derive(Debug, thiserror::Error)]
-pub enum CredentialsError {
+pub(crate) enum CredentialsError {
     /// The file could not be read.
     #[error("cannot read credentials file {path}: {source}")]
     Read {
@@ -29,7 +29,7 @@ pub enum CredentialsError {
 
 /// The outcome of looking for credentials.
 #[derive(Debug)]
-pub enum Found {
+pub(crate) enum Found {
     /// Sign with these.
     Sign(Credentials),
     /// Send unsigned (no file anywhere, as mqadmin without `tools.yml`).
@@ -40,7 +40,7 @@ pub enum Found {
 
 /// Finds the credentials: an explicit file (`option`, else `env_file`) must be usable; the
 /// default `$ROCKETMQ_HOME/conf/tools.yml` is optional, as for mqadmin.
-pub fn find(
+pub(crate) fn find(
     option: Option<&Path>,
     env_file: Option<&Path>,
     rocketmq_home: Option<&Path>,
@@ -64,7 +64,7 @@ pub fn find(
 }
 
 /// Reads `accessKey` and `secretKey` from a `tools.yml`-style file.
-pub fn read(path: &Path) -> Result<Credentials, CredentialsError> {
+pub(crate) fn read(path: &Path) -> Result<Credentials, CredentialsError> {
     let text = std::fs::read_to_string(path).map_err(|source| CredentialsError::Read {
         path: path.to_owned(),
         source,

@@ -1,11 +1,11 @@
 //! `nsadmin`: mqadmin's name-server commands, without a JVM, plus `diff`, a check that the
 //! name servers of a cluster agree.
 //!
-//! Layers: [`options`] parses the command line as mqadmin (commons-cli) does; [`commands`]
-//! runs one sub-command over a [`Client`](crate::remoting_client::Client) and prints mqadmin's output formats
-//! ([`format`](mod@format)) or JSON; [`diff`] compares the name servers; [`credentials`] finds
+//! Layers: `options` parses the command line as mqadmin (commons-cli) does; `commands`
+//! runs one sub-command over a `Client` and prints mqadmin's output formats
+//! (`format`) or JSON; `diff` compares the name servers; `credentials` finds
 //! `tools.yml`. The client and the decoders of the answers' bodies are the crate's one
-//! remoting client ([`crate::remoting_client`]), shared with the daemon's peer checks: the
+//! remoting client (`crate::remoting_client`), shared with the daemon's peer checks: the
 //! admin tool never touches the server's state.
 //!
 //! Exit codes (unlike mqadmin, which exits 0 after a failure): 0 success; 1 the command line
@@ -14,11 +14,11 @@
 //! (a non-success response code) or answered with something unreadable. Each failure is one
 //! line on stderr naming the server, the request and the code/remark.
 
-pub mod commands;
-pub mod credentials;
-pub mod diff;
-pub mod format;
-pub mod options;
+pub(crate) mod commands;
+pub(crate) mod credentials;
+pub(crate) mod diff;
+pub(crate) mod format;
+pub(crate) mod options;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -32,27 +32,27 @@ use crate::remoting_client::decode;
 use crate::remoting_client::{CallError, ClientOptions};
 
 /// Success.
-pub const EXIT_OK: u8 = 0;
+pub(crate) const EXIT_OK: u8 = 0;
 /// Wrong command line; for `diff`: the name servers differ.
-pub const EXIT_USAGE: u8 = 1;
+pub(crate) const EXIT_USAGE: u8 = 1;
 /// A server could not be asked.
 pub const EXIT_UNREACHABLE: u8 = 2;
 /// A server refused the request or answered with something unreadable.
-pub const EXIT_REFUSED: u8 = 3;
+pub(crate) const EXIT_REFUSED: u8 = 3;
 
 /// The environment variables the tool reads, gathered once by the binary.
 #[derive(Debug, Clone, Default)]
 pub struct Env {
     /// `NAMESRV_ADDR`: the address list when `-n` is absent.
-    pub namesrv_addr: Option<String>,
+    pub(crate) namesrv_addr: Option<String>,
     /// `ROCKETMQ_HOME`: where `conf/tools.yml` lives.
     pub rocketmq_home: Option<PathBuf>,
     /// `NSADMIN_CREDENTIALS`: a credentials file, used unless `--credentials` is given.
-    pub credentials_file: Option<PathBuf>,
+    pub(crate) credentials_file: Option<PathBuf>,
     /// `ROCKETMQ_SERIALIZE_TYPE`: `JSON` (default) or `ROCKETMQ` request headers.
-    pub serialize_type: Option<String>,
+    pub(crate) serialize_type: Option<String>,
     /// `JAVA_OPT`: its `-Dtls.*` system properties configure TLS, as for mqadmin.
-    pub java_opt: Option<String>,
+    pub(crate) java_opt: Option<String>,
 }
 
 impl Env {
@@ -71,11 +71,11 @@ impl Env {
 
 /// A failure to report: one stderr line and the exit code it implies.
 #[derive(Debug)]
-pub struct Problem {
+pub(crate) struct Problem {
     /// The line (without the `nsadmin: ` prefix).
-    pub text: String,
+    pub(crate) text: String,
     /// [`EXIT_UNREACHABLE`] or [`EXIT_REFUSED`] (or [`EXIT_USAGE`]).
-    pub exit: u8,
+    pub(crate) exit: u8,
 }
 
 impl From<CallError> for Problem {
@@ -93,7 +93,7 @@ impl From<CallError> for Problem {
 }
 
 /// A problem with an answer (exit 3), naming the server.
-pub fn bad_answer(server: &str, what: impl std::fmt::Display) -> Problem {
+pub(crate) fn bad_answer(server: &str, what: impl std::fmt::Display) -> Problem {
     Problem {
         text: format!("{server}: {what}"),
         exit: EXIT_REFUSED,
@@ -169,15 +169,15 @@ pub async fn run(args: &[String], env: &Env, out: &mut dyn Write, err: &mut dyn 
 }
 
 /// What every command needs: the address list and a configured client.
-pub struct Setup {
+pub(crate) struct Setup {
     /// The `-n` (or `NAMESRV_ADDR`) addresses, in written order, without duplicates.
-    pub servers: Vec<String>,
+    pub(crate) servers: Vec<String>,
     /// Whether the list came from `-n` (mqadmin prints it in some messages only then).
-    pub from_option: bool,
+    pub(crate) from_option: bool,
     /// Client settings.
-    pub client: ClientOptions,
+    pub(crate) client: ClientOptions,
     /// Non-fatal notes for stderr (an unusable default `tools.yml`).
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
 }
 
 impl Setup {
@@ -255,7 +255,7 @@ impl Setup {
 /// Splits an address list as mqadmin does: an `http://…/host:port` value is cut to the text
 /// after its last `/`; items are separated by `;`. Unlike mqadmin, items are trimmed, empty
 /// items and repeats are dropped, and the written order is kept (mqadmin shuffles).
-pub fn split_addrs(list: &str) -> Vec<String> {
+pub(crate) fn split_addrs(list: &str) -> Vec<String> {
     let list = list.trim();
     let list = match list.strip_prefix("http://") {
         Some(rest) => rest.rsplit('/').next().unwrap_or(rest),

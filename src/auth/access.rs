@@ -9,21 +9,21 @@ use super::policy::Permission;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Access {
     /// What an account must be allowed to send it.
-    pub permission: Permission,
+    pub(crate) permission: Permission,
     /// Its audit line, for admin codes the server serves; `None`: never audited.
-    pub audit: Option<Audit>,
+    pub(crate) audit: Option<Audit>,
 }
 
 impl Access {
     /// A code the server does not serve: admin, so that a code added later is closed until
     /// classified, and never audited (echoing it would let anyone write to the audit log).
-    pub const UNKNOWN: Access = Access {
+    pub(crate) const UNKNOWN: Access = Access {
         permission: Permission::Admin,
         audit: None,
     };
 
     /// An unaudited code of `permission`.
-    pub const fn of(permission: Permission) -> Access {
+    pub(crate) const fn of(permission: Permission) -> Access {
         Access {
             permission,
             audit: None,
@@ -31,7 +31,7 @@ impl Access {
     }
 
     /// An admin code with its audit line.
-    pub const fn audited(audit: Audit) -> Access {
+    pub(crate) const fn audited(audit: Audit) -> Access {
         Access {
             permission: Permission::Admin,
             audit: Some(audit),

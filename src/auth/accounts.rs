@@ -114,7 +114,7 @@ where
 }
 
 /// Reads and validates the accounts file at `path`.
-pub fn load(path: &Path) -> Result<Policy, LoadError> {
+pub(crate) fn load(path: &Path) -> Result<Policy, LoadError> {
     let shown = path.display().to_string();
     // A regular file of a few MiB at most: a FIFO or a huge file fails the load, not blocks it.
     let bytes = crate::durable::read::read_small(path).map_err(|source| LoadError::Read {
@@ -125,7 +125,7 @@ pub fn load(path: &Path) -> Result<Policy, LoadError> {
 }
 
 /// Parses accounts-file text; `path` names it in errors.
-pub fn parse(bytes: &[u8], path: &str) -> Result<Policy, LoadError> {
+pub(crate) fn parse(bytes: &[u8], path: &str) -> Result<Policy, LoadError> {
     let invalid = |line, column, message: String| LoadError::Invalid {
         path: path.to_owned(),
         line,

@@ -34,16 +34,16 @@ const KEYS_MAX: usize = 8;
 
 /// How a request code is audited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Audit {
+pub(crate) struct Audit {
     /// The `request` value of its lines: the name of Java's `RequestCode` constant.
-    pub request: &'static str,
+    pub(crate) request: &'static str,
     /// The ext fields a line may show: those that say what the request acts on. An
     /// allow-list, so that a value (PUT_KV_CONFIG's `value`, a field a client adds) never
     /// reaches a log line.
-    pub fields: &'static [&'static str],
+    pub(crate) fields: &'static [&'static str],
     /// Whether the line also names the configuration keys the body sets
     /// (UPDATE_NAMESRV_CONFIG).
-    pub config_keys: bool,
+    pub(crate) config_keys: bool,
 }
 
 /// Issued when a request is let through; for admin requests it carries what the audit line
@@ -66,11 +66,11 @@ pub(super) struct AuditEntry {
 
 impl Ticket {
     /// A ticket that records nothing (auth off, or a request that is not admin).
-    pub const NONE: Ticket = Ticket(None);
+    pub(crate) const NONE: Ticket = Ticket(None);
 
     /// Writes the audit line of an admin request, with the code of its `response` (`None` for
     /// one-way requests).
-    pub fn record(self, req: &RemotingCommand, peer: SocketAddr, response: Option<i32>) {
+    pub(crate) fn record(self, req: &RemotingCommand, peer: SocketAddr, response: Option<i32>) {
         let Some(entry) = self.0 else {
             return;
         };

@@ -3,29 +3,29 @@
 //! name server checks nothing; with `authMode=off` (the default) neither do we, at the cost
 //! of one branch.
 //!
-//! With `audit` or `enforce`, [`Gate::admit`] is handed the request's [`Access`] (its class —
+//! With `audit` or `enforce`, [`Gate::admit`] is handed the request's `Access` (its class —
 //! read, broker, admin — and audit fields, from its request table row), and for the classes
 //! the accounts file requires a signature for, verifies the `AccessKey`/`Signature` ext fields
 //! that RocketMQ's `AclClientRPCHook` adds ([`crate::protocol::signature`]) against the
-//! account's secret key, its address allow-list and its permissions ([`policy`]). `enforce` refuses what fails (the dispatcher answers
+//! account's secret key, its address allow-list and its permissions (`policy`). `enforce` refuses what fails (the dispatcher answers
 //! `NO_PERMISSION`); `audit` lets it through and logs what would have been refused. Admin
 //! requests of the codes the server serves that are let through get an audit line
-//! ([`audit`]), within a budget of lines per window.
+//! (`audit`), within a budget of lines per window.
 //!
-//! The accounts ([`accounts`]) are swapped as a whole when the file changes or a reload is
-//! requested ([`watch`]); a file that does not load leaves the previous accounts in force, and
-//! so, on a file change, does one that would loosen the policy ([`loosening`]): that takes a
+//! The accounts (`accounts`) are swapped as a whole when the file changes or a reload is
+//! requested (`watch`); a file that does not load leaves the previous accounts in force, and
+//! so, on a file change, does one that would loosen the policy (`loosening`): that takes a
 //! reload request (SIGHUP) or a restart.
 //! Handlers never see any of this: `dispatch` calls the gate once, before the handler.
 
-pub mod access;
-pub mod accounts;
-pub mod audit;
+pub(crate) mod access;
+pub(crate) mod accounts;
+pub(crate) mod audit;
 mod loosening;
-pub mod policy;
-pub mod stats;
+pub(crate) mod policy;
+pub(crate) mod stats;
 mod trust;
-pub mod watch;
+pub(crate) mod watch;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -34,11 +34,12 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
-pub use access::Access;
-pub use accounts::LoadError;
-pub use audit::{Audit, Ticket};
-pub use policy::{Admission, Permission, Reason, Refusal};
-pub use stats::AuthStats;
+pub(crate) use access::Access;
+pub(crate) use accounts::LoadError;
+pub(crate) use audit::{Audit, Ticket};
+pub(crate) use policy::{Admission, Refusal};
+pub use policy::{Permission, Reason};
+pub(crate) use stats::AuthStats;
 
 use crate::config::{AuthMode, Settings};
 use crate::file_watch::{Fingerprint, Trigger, fingerprint};
@@ -128,7 +129,7 @@ impl Gate {
     }
 
     /// The mode (`off` for a gate that is off).
-    pub fn mode(&self) -> AuthMode {
+    pub(crate) fn mode(&self) -> AuthMode {
         self.0.as_ref().map_or(AuthMode::Off, |s| s.mode)
     }
 
@@ -150,7 +151,8 @@ impl Gate {
 
     /// Re-reads the accounts file now, as SIGHUP does; `false` (and the previous accounts
     /// kept) if it does not load. Errors are logged with the file and line.
-    pub fn reload(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn reload(&self) -> bool {
         self.0.as_ref().is_some_and(|s| s.reload(Trigger::Request))
     }
 
@@ -164,7 +166,7 @@ impl Gate {
     /// [`policy::Policy::check_credentials`] on the current accounts, for HTTP Basic
     /// credentials (`None`: none, or none readable) from `peer`; refusals are counted.
     /// Everything passes when the gate is off.
-    pub fn check_basic(
+    pub(crate) fn check_basic(
         &self,
         credentials: Option<(&str, &str)>,
         class: Permission,

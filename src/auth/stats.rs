@@ -77,15 +77,15 @@ impl Counters {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthStats {
     /// `audit` or `enforce`.
-    pub mode: AuthMode,
+    pub(crate) mode: AuthMode,
     /// Accounts currently loaded.
-    pub accounts: usize,
+    pub(crate) accounts: usize,
     /// Requests refused (enforce), by reason: index with [`Reason::index`].
-    pub refused: [u64; Reason::ALL.len()],
+    pub(crate) refused: [u64; Reason::ALL.len()],
     /// Of those, one-way requests (refused without an answer).
     pub refused_oneway: u64,
     /// Requests that would have been refused (audit), by reason.
-    pub would_refuse: [u64; Reason::ALL.len()],
+    pub(crate) would_refuse: [u64; Reason::ALL.len()],
     /// Requests let through on a valid signature.
     pub accepted_signed: u64,
     /// Read and broker requests let through unsigned from a `globalWhiteRemoteAddresses`
@@ -94,7 +94,7 @@ pub struct AuthStats {
     /// HTTP requests for the operator routes refused (authMode=enforce), by reason: no or
     /// unreadable Basic credentials count as [`Reason::MissingAccessKey`], a wrong secret as
     /// [`Reason::BadSignature`].
-    pub http_refused: [u64; Reason::ALL.len()],
+    pub(crate) http_refused: [u64; Reason::ALL.len()],
     /// Successful reloads of the accounts file.
     pub reloads: u64,
     /// Reloads that failed (the previous accounts stayed in force).
@@ -113,7 +113,7 @@ impl AuthStats {
     }
 
     /// HTTP requests for the operator routes refused for `reason`.
-    pub fn http_refused_for(&self, reason: Reason) -> u64 {
+    pub(crate) fn http_refused_for(&self, reason: Reason) -> u64 {
         self.http_refused[reason.index()]
     }
 

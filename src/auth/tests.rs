@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::config::Env;
+use crate::file_watch::POLL_INTERVAL;
 use crate::protocol::ExtFields;
 use crate::protocol::code::request as rc;
 use crate::reload::Reload;
@@ -255,7 +256,7 @@ async fn the_watcher_follows_file_changes_and_reload_requests() {
     settle().await;
 
     // An unchanged file is not re-read.
-    tokio::time::advance(watch::POLL_INTERVAL * 3).await;
+    tokio::time::advance(POLL_INTERVAL * 3).await;
     settle().await;
     assert_eq!(gate.stats().unwrap().reloads, 0);
 
@@ -265,10 +266,10 @@ async fn the_watcher_follows_file_changes_and_reload_requests() {
         "accounts:\n  - {accessKey: rocketmq3, secretKey: '87654321', admin: true}\n  - {accessKey: rocketmq4, secretKey: '87654321'}\n",
     )
     .unwrap();
-    tokio::time::advance(watch::POLL_INTERVAL).await;
+    tokio::time::advance(POLL_INTERVAL).await;
     settle().await;
     assert_eq!(gate.stats().unwrap().reloads, 0, "not settled yet");
-    tokio::time::advance(watch::POLL_INTERVAL).await;
+    tokio::time::advance(POLL_INTERVAL).await;
     settle().await;
     let stats = gate.stats().unwrap();
     assert_eq!((stats.reloads, stats.accounts), (1, 2));
@@ -276,7 +277,7 @@ async fn the_watcher_follows_file_changes_and_reload_requests() {
     // A broken edit is reported once and changes nothing.
     std::fs::write(&path, "accounts: [\n").unwrap();
     for _ in 0..3 {
-        tokio::time::advance(watch::POLL_INTERVAL).await;
+        tokio::time::advance(POLL_INTERVAL).await;
         settle().await;
     }
     let stats = gate.stats().unwrap();
@@ -337,7 +338,7 @@ async fn a_file_change_that_loosens_the_policy_waits_for_a_reload_request() {
     };
     let polls = || async {
         for _ in 0..3 {
-            tokio::time::advance(watch::POLL_INTERVAL).await;
+            tokio::time::advance(POLL_INTERVAL).await;
             settle().await;
         }
     };

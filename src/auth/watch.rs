@@ -1,6 +1,6 @@
 //! Keeping the accounts current: a background task re-reads the accounts file when a reload is
 //! requested (SIGHUP, see [`crate::reload`]) and when the file's metadata changes (polled every
-//! [`POLL_INTERVAL`] on tokio's clock, applied once it has settled for one interval, and only
+//! [`POLL_INTERVAL`](crate::file_watch::POLL_INTERVAL) on tokio's clock, applied once it has settled for one interval, and only
 //! if it does not loosen the policy: see [`super::loosening`]). Also the start-up check that
 //! the file is not readable by other users. The watch loop itself is `crate::file_watch`'s,
 //! shared with the TLS material's watcher.
@@ -11,8 +11,6 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::{Gate, Shared};
-/// The accounts file is polled at the interval every watched file is.
-pub use crate::file_watch::POLL_INTERVAL;
 use crate::file_watch::{Fingerprint, Trigger, fingerprint, reload_on_request_or_change};
 
 /// Warns when the accounts file can be read or written by users other than its owner.
@@ -38,7 +36,7 @@ pub(super) fn warn_if_exposed(path: &Path) {
 /// has looked the same for one poll interval, so an
 /// editor's write in progress is not loaded half-way. The file is read on the blocking pool,
 /// never on a runtime worker.
-pub async fn run(gate: Gate, reloads: watch::Receiver<u64>, cancel: CancellationToken) {
+pub(crate) async fn run(gate: Gate, reloads: watch::Receiver<u64>, cancel: CancellationToken) {
     let Some(shared) = gate.0 else {
         return;
     };

@@ -21,10 +21,10 @@ use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use super::{AuthMode, Config, UpdateError};
 
 /// This server's limits, which only the config file sets unless the operator says otherwise.
-pub const DEFAULT_STARTUP_ONLY_KEYS: &str = "frameMaxLength;maxConnections;maxQueuedResponseBytes;maxBufferedBytes;maxKvValueBytes;maxKvTotalBytes";
+pub(super) const DEFAULT_STARTUP_ONLY_KEYS: &str = "frameMaxLength;maxConnections;maxQueuedResponseBytes;maxBufferedBytes;maxKvValueBytes;maxKvTotalBytes";
 
 /// The key that lists the start-up-only keys; always start-up-only itself.
-pub const STARTUP_ONLY_KEYS: &str = "startupOnlyConfigKeys";
+pub(super) const STARTUP_ONLY_KEYS: &str = "startupOnlyConfigKeys";
 
 /// Keys that send clients elsewhere (`httpNsaddrList`, the peers and the limits of their
 /// checks), decide whether this server is ready (`/readyz`, route lookups) or which silent

@@ -9,8 +9,8 @@
 
 mod guard;
 pub mod properties;
-pub mod reload;
-pub mod settings;
+pub(crate) mod reload;
+pub(crate) mod settings;
 mod validate;
 mod value;
 
@@ -18,8 +18,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 pub use guard::STEERING_KEYS;
-pub use settings::{Apply, AuthMode, Env, Group, Settings};
-pub use value::{InvalidSetting, Millis, Parsed, Seconds};
+pub(crate) use settings::Group;
+pub use settings::{Apply, AuthMode, Env, Settings};
+pub(crate) use value::InvalidSetting;
+pub use value::Seconds;
 
 /// Why the configuration could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -91,12 +93,12 @@ pub struct Config {
     /// This server's own keys that were set explicitly, and are therefore listed.
     shown_extensions: BTreeSet<&'static str>,
     /// The file given with `-c`, if any.
-    pub config_file: Option<PathBuf>,
+    pub(crate) config_file: Option<PathBuf>,
     /// Keys UPDATE_NAMESRV_CONFIG refuses (fixed at start, as in Java).
     black_list: BTreeSet<String>,
     /// The environment the defaults came from, for a reload.
     env: Env,
-    /// The file's `tls.*` lines ([`is_tls_key`]; `crate::tls::settings` reads them): kept for
+    /// The file's `tls.*` lines (`is_tls_key`; `crate::tls::settings` reads them): kept for
     /// persisting, never listed by GET_NAMESRV_CONFIG (they may hold a key password).
     pub tls_lines: Vec<(String, String)>,
 }
@@ -221,7 +223,7 @@ impl Config {
 
     /// The GET_NAMESRV_CONFIG body: `key=value\n` sorted by key, unescaped, as Java; `status`
     /// adds lines of live state (never stored) among them.
-    pub fn render(&self, status: impl IntoIterator<Item = (String, String)>) -> String {
+    pub(crate) fn render(&self, status: impl IntoIterator<Item = (String, String)>) -> String {
         let mut all = self.all_properties();
         all.extend(status);
         properties::render_raw(all.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -234,7 +236,7 @@ impl Config {
     }
 
     /// Every effective key and value, this server's own keys included, sorted by key.
-    pub fn effective_properties(&self) -> BTreeMap<String, String> {
+    pub(crate) fn effective_properties(&self) -> BTreeMap<String, String> {
         let mut all = self.all_properties();
         for info in Settings::KEYS {
             all.entry(info.name.to_owned())
@@ -246,7 +248,7 @@ impl Config {
     /// Applies UPDATE_NAMESRV_CONFIG properties sent by a client: [`Config::update`], after
     /// refusing the keys that decide where clients are sent or whether this server is ready
     /// unless `authMode=enforce` ([`STEERING_KEYS`]).
-    pub fn update_from_request(
+    pub(crate) fn update_from_request(
         &mut self,
         props: &[(String, String)],
     ) -> Result<Vec<String>, UpdateError> {
@@ -303,13 +305,13 @@ impl Config {
     /// Refuses `next` (this configuration after an update) if the server could not bind the
     /// address and port it names at its next start. Binds sockets: call it off the runtime's
     /// workers.
-    pub fn check_startable(&self, next: &Config) -> Result<(), UpdateError> {
+    pub(crate) fn check_startable(&self, next: &Config) -> Result<(), UpdateError> {
         guard::check_bindable(self, next)
     }
 
     /// Writes all properties to `configStorePath`, durably (escaped so they read back
     /// exactly).
-    pub fn persist(&self) -> std::io::Result<()> {
+    pub(crate) fn persist(&self) -> std::io::Result<()> {
         let mut all = self.all_properties();
         all.extend(self.tls_lines.iter().cloned());
         let text = properties::render_escaped(all.iter().map(|(k, v)| (k.as_str(), v.as_str())));
@@ -324,7 +326,7 @@ impl Config {
 
 /// Whether a config-file key is one of the `tls.*` keys, which Java reads from system
 /// properties and `tls.config.file` (`TlsSystemConfig`) rather than from `NamesrvConfig`.
-pub fn is_tls_key(key: &str) -> bool {
+pub(crate) fn is_tls_key(key: &str) -> bool {
     key.starts_with("tls.")
 }
 

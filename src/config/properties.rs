@@ -11,7 +11,7 @@
 #[error("line {line}: malformed \\uxxxx encoding")]
 pub struct PropertiesError {
     /// 1-based line where the logical line containing the bad escape starts.
-    pub line: usize,
+    pub(crate) line: usize,
 }
 
 /// Parses properties text into `(key, value)` pairs in file order, later duplicates replacing

@@ -14,18 +14,18 @@ use super::{Apply, Config, ConfigError, Settings};
 
 /// What a reload would do.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReloadPlan {
+pub(crate) struct ReloadPlan {
     /// Changed keys applied now, with their new values (as UPDATE_NAMESRV_CONFIG applies them).
-    pub apply: Vec<(String, String)>,
+    pub(crate) apply: Vec<(String, String)>,
     /// Changed keys that take effect only at a restart; not applied.
-    pub restart: Vec<String>,
+    pub(crate) restart: Vec<String>,
     /// Changed keys on the update black list; not applied.
-    pub refused: Vec<String>,
+    pub(crate) refused: Vec<String>,
 }
 
 impl ReloadPlan {
     /// Whether the file changes nothing at all.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.apply.is_empty() && self.restart.is_empty() && self.refused.is_empty()
     }
 }
@@ -33,12 +33,12 @@ impl ReloadPlan {
 impl Config {
     /// Reads the file this configuration came from again (`-c`, else the persisted
     /// `configStorePath`), with the same environment.
-    pub fn reread(&self) -> Result<Config, ConfigError> {
+    pub(crate) fn reread(&self) -> Result<Config, ConfigError> {
         Config::load(self.config_file.as_deref(), &self.env)
     }
 
     /// What changed from `self` to `fresh`.
-    pub fn reload_plan(&self, fresh: &Config) -> ReloadPlan {
+    pub(crate) fn reload_plan(&self, fresh: &Config) -> ReloadPlan {
         let mut plan = ReloadPlan::default();
         let (now, then) = (self.all_properties(), fresh.all_properties());
         for info in Settings::KEYS {

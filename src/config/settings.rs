@@ -13,7 +13,7 @@ use crate::addr::{AllowList, HostPortList};
 
 /// Which Java object a key belongs to, which decides where it is listed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Group {
+pub(crate) enum Group {
     /// `NamesrvConfig`.
     Namesrv,
     /// `NettyServerConfig`.
@@ -39,7 +39,7 @@ pub struct KeyInfo {
     /// The Java property name.
     pub name: &'static str,
     /// Where it belongs.
-    pub group: Group,
+    pub(crate) group: Group,
     /// When updates take effect.
     pub apply: Apply,
 }
@@ -99,7 +99,7 @@ macro_rules! settings {
             }
 
             /// Sets a key from text; `Ok(false)` for a key this table does not have.
-            pub fn set(&mut self, key: &str, text: &str) -> Result<bool, InvalidSetting> {
+            pub(crate) fn set(&mut self, key: &str, text: &str) -> Result<bool, InvalidSetting> {
                 let invalid = |e: ValueError| InvalidSetting {
                     key: key.to_owned(),
                     value: text.to_owned(),
@@ -301,7 +301,7 @@ pub enum AuthMode {
 
 impl AuthMode {
     /// The value's name in the config file.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             AuthMode::Off => "off",
             AuthMode::Audit => "audit",
@@ -325,7 +325,7 @@ impl SettingValue for AuthMode {
 
 impl Settings {
     /// How long after start route lookups are refused (`needWaitForService`), if at all.
-    pub fn service_wait(&self) -> Option<std::time::Duration> {
+    pub(crate) fn service_wait(&self) -> Option<std::time::Duration> {
         self.need_wait_for_service
             .then(|| self.wait_seconds_for_service.duration())
     }

@@ -32,7 +32,7 @@ fn parsed<T>(key: &str, setting: &Parsed<T>) -> Result<(), InvalidSetting> {
 
 impl Settings {
     /// Checks ranges that parsing cannot, and the lists that did not parse.
-    pub fn validate(&self) -> Result<(), InvalidSetting> {
+    pub(crate) fn validate(&self) -> Result<(), InvalidSetting> {
         self.check_network()?;
         self.check_limits()?;
         self.check_services()?;

@@ -15,16 +15,16 @@ use std::time::Duration;
 #[error("invalid value for {key}: {value:?} ({reason})")]
 pub struct InvalidSetting {
     /// The Java key.
-    pub key: String,
+    pub(crate) key: String,
     /// The value as given (set) or as held (range checks).
-    pub value: String,
+    pub(crate) value: String,
     /// What was expected.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 /// Why a text does not parse as a setting's type (the key is added by the caller).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ValueError(pub String);
+pub(super) struct ValueError(pub String);
 
 impl fmt::Display for ValueError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -33,7 +33,7 @@ impl fmt::Display for ValueError {
 }
 
 /// A setting's type: how its text is parsed and rendered.
-pub trait SettingValue: Sized {
+pub(super) trait SettingValue: Sized {
     /// Parses a value. Strings are trimmed as Java trims them; numbers and booleans are not
     /// (booleans accept `true`/`false` in any case).
     fn parse_setting(text: &str) -> Result<Self, ValueError>;
@@ -113,7 +113,7 @@ pub struct Millis(pub i64);
 
 impl Millis {
     /// The number as written.
-    pub fn get(self) -> i64 {
+    pub(crate) fn get(self) -> i64 {
         self.0
     }
 
@@ -129,17 +129,17 @@ pub struct Seconds(pub i32);
 
 impl Seconds {
     /// The number as written.
-    pub fn get(self) -> i32 {
+    pub(crate) fn get(self) -> i32 {
         self.0
     }
 
     /// As a duration; a negative number (which validation refuses) counts as zero.
-    pub fn duration(self) -> Duration {
+    pub(crate) fn duration(self) -> Duration {
         Duration::from_secs(self.0.max(0) as u64)
     }
 
     /// As a timeout where 0 means none (`serverChannelMaxIdleTimeSeconds`).
-    pub fn timeout(self) -> Option<Duration> {
+    pub(crate) fn timeout(self) -> Option<Duration> {
         (self.0 > 0).then(|| self.duration())
     }
 }
@@ -181,7 +181,7 @@ where
     T::Err: fmt::Display,
 {
     /// Parses `text`, trimmed as Java trims strings.
-    pub fn new(text: &str) -> Parsed<T> {
+    pub(crate) fn new(text: &str) -> Parsed<T> {
         let text = crate::java_str::trim(text).to_owned();
         let (value, error) = match text.parse::<T>() {
             Ok(value) => (value, None),
@@ -213,7 +213,7 @@ where
 
 impl<T> Parsed<T> {
     /// The value as written (trimmed).
-    pub fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         &self.text
     }
 

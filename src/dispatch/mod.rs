@@ -1,12 +1,13 @@
 //! The one place requests meet their handlers, and the one place handler errors become
-//! responses. Each request code's facts are its row in a request table ([`table`]); around
+//! responses. Each request code's facts are its row in a request table (`table`); around
 //! the handler, in this order: the going-away answer of a shutting-down server, the auth gate
 //! (a refusal becomes `NO_PERMISSION` here; handlers never see credentials), then metrics and
 //! the audit line once the response is known.
 
-pub mod table;
+pub(crate) mod table;
 
-pub use table::{Cost, Handler, Later, NAMESRV, RequestTable, Route, Writes, index_of, numbered};
+pub(crate) use table::{Cost, Handler};
+pub use table::{Later, NAMESRV, RequestTable, Route, Writes, index_of, numbered};
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -18,7 +19,7 @@ use tokio::time::Instant;
 use crate::auth::{Access, Gate, Ticket};
 use crate::error::HandlerError;
 use crate::handlers::{Context, Effects, HandlerResult};
-use crate::metrics::{Registration, RequestSeries};
+use crate::metrics::{RegistrationOutcome, RequestSeries};
 use crate::protocol::RemotingCommand;
 use crate::protocol::code::{response, version};
 use crate::state::Namesrv;
@@ -27,20 +28,20 @@ use crate::state::Namesrv;
 /// registered a broker on its connection (closing the connection then unregisters it) — or,
 /// for a handler that finishes later, the [`Pending`] that will give them.
 #[derive(Debug, Default)]
-pub struct Served {
+pub(crate) struct Served {
     /// `None` for one-way requests, for stray responses (the name server sends no requests
     /// on accepted connections) and while `pending`.
-    pub response: Option<RemotingCommand>,
+    pub(crate) response: Option<RemotingCommand>,
     /// A broker now belongs to the request's connection.
-    pub registered_broker: bool,
+    pub(crate) registered_broker: bool,
     /// Set when the handler finishes later: the connection awaits it beside its other
     /// requests and writes what it gives (its response carries the request's opaque).
-    pub pending: Option<Pending>,
+    pub(crate) pending: Option<Pending>,
 }
 
 /// The rest of a request whose handler finishes later: metrics, audit line and opaque are
 /// done when it completes, as for any other request.
-pub struct Pending(Pin<Box<dyn Future<Output = Served> + Send + 'static>>);
+pub(crate) struct Pending(Pin<Box<dyn Future<Output = Served> + Send + 'static>>);
 
 impl std::fmt::Debug for Pending {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -74,20 +75,16 @@ impl Served {
     }
 }
 
-/// Serves one request of the name server's table.
-pub fn dispatch(ctx: &Context<'_>, req: &RemotingCommand, auth: &Gate) -> Served {
-    serve(&NAMESRV, ctx, req, auth)
-}
-
 /// What handling `req` may cost in the name server's table (frames too large to decode
 /// quickly are the server's call).
-pub fn cost(req: &RemotingCommand) -> Cost {
+#[cfg(test)]
+pub(crate) fn cost(req: &RemotingCommand) -> Cost {
     NAMESRV.cost(req)
 }
 
 impl RequestTable {
     /// What handling `req` may cost: its row's lane; quick for unknown codes and responses.
-    pub fn cost(&self, req: &RemotingCommand) -> Cost {
+    pub(crate) fn cost(&self, req: &RemotingCommand) -> Cost {
         if req.is_response() {
             return Cost::Quick;
         }
@@ -97,7 +94,7 @@ impl RequestTable {
 
 /// Serves `req` by `table`: the going-away answer, the gate, the row's handler (or
 /// REQUEST_CODE_NOT_SUPPORTED for a code without one), then the metrics and the audit line.
-pub fn serve(
+pub(crate) fn serve(
     table: &RequestTable,
     ctx: &Context<'_>,
     req: &RemotingCommand,
@@ -222,7 +219,7 @@ impl Done<'_> {
             Writes::Nothing => {}
             Writes::Registration => metrics.registration(match effects.registration {
                 Some(applied) if success => applied,
-                _ => Registration::Refused,
+                _ => RegistrationOutcome::Refused,
             }),
             // Writes that reached the disk: refused requests (a missing field, a black-listed
             // key) never got that far.

@@ -18,7 +18,7 @@ use crate::protocol::code::request as rc;
 
 /// What handling a request may cost, which decides where the server runs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cost {
+pub(crate) enum Cost {
     /// Short and bounded: handled on the connection's task.
     Quick,
     /// Waits for the disk: a durable KV or configuration write.
@@ -37,7 +37,7 @@ pub type Later = Pin<Box<dyn Future<Output = HandlerResult> + Send + 'static>>;
 
 /// How a row's handler runs.
 #[derive(Clone, Copy)]
-pub enum Handler {
+pub(crate) enum Handler {
     /// Runs to completion on the thread [`Cost`] chose, and returns the reply.
     Sync(fn(&Context<'_>, &RemotingCommand) -> HandlerResult),
     /// Starts on the thread [`Cost`] chose and returns a future of the reply, which the
@@ -71,19 +71,19 @@ pub enum Writes {
 #[derive(Debug, Clone, Copy)]
 pub struct Route {
     /// The request code.
-    pub code: i32,
+    pub(crate) code: i32,
     /// The name of Java's `RequestCode` constant.
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// Its handler.
-    pub handler: Handler,
+    pub(crate) handler: Handler,
     /// Where it runs.
-    pub cost: Cost,
+    pub(crate) cost: Cost,
     /// The series it is counted in (the slot is the row's place in its table).
     pub metric: RequestSeries,
     /// What the auth gate needs.
     pub access: Access,
     /// What its success adds to the metrics.
-    pub writes: Writes,
+    pub(crate) writes: Writes,
 }
 
 impl Route {
@@ -143,13 +143,13 @@ impl Route {
     }
 
     /// The row, running in `cost`'s lane.
-    pub const fn cost(mut self, cost: Cost) -> Route {
+    pub(crate) const fn cost(mut self, cost: Cost) -> Route {
         self.cost = cost;
         self
     }
 
     /// An admin row whose audit lines show `fields`.
-    pub const fn audited(mut self, fields: &'static [&'static str]) -> Route {
+    pub(crate) const fn audited(mut self, fields: &'static [&'static str]) -> Route {
         self.access = Access::audited(Audit {
             request: self.name,
             fields,
@@ -159,7 +159,7 @@ impl Route {
     }
 
     /// An admin row whose audit lines name the configuration keys its body sets.
-    pub const fn audited_with_config_keys(mut self) -> Route {
+    pub(crate) const fn audited_with_config_keys(mut self) -> Route {
         self.access = Access::audited(Audit {
             request: self.name,
             fields: &[],
@@ -169,7 +169,7 @@ impl Route {
     }
 
     /// The row, with what its success adds to the metrics.
-    pub const fn writes(mut self, writes: Writes) -> Route {
+    pub(crate) const fn writes(mut self, writes: Writes) -> Route {
         self.writes = writes;
         self
     }
@@ -207,7 +207,8 @@ impl RequestTable {
     }
 
     /// Every row, in metric slot order.
-    pub fn rows(&self) -> &'static [Route] {
+    #[cfg(test)]
+    pub(crate) fn rows(&self) -> &'static [Route] {
         self.rows
     }
 }

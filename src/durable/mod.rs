@@ -13,7 +13,7 @@
 //! Only the `-c` configuration file, which Java rewrites in place, is written through a link to
 //! its target ([`replace_through_link`]), keeping the target's permissions.
 
-pub mod read;
+pub(crate) mod read;
 #[cfg(test)]
 mod tests;
 
@@ -31,7 +31,7 @@ pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 }
 
 /// The backup kept beside `path`.
-pub fn backup_path(path: &Path) -> PathBuf {
+pub(crate) fn backup_path(path: &Path) -> PathBuf {
     with_suffix(path, ".bak")
 }
 
@@ -110,7 +110,7 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 }
 
 /// Makes the creation, renaming or removal of a file in `path`'s directory durable.
-pub fn sync_parent(path: &Path) -> io::Result<()> {
+pub(crate) fn sync_parent(path: &Path) -> io::Result<()> {
     sync_dir(parent_of(path))
 }
 
@@ -126,7 +126,7 @@ struct Mode {
 /// Replaces `path` with `content` durably, keeping the old content as `<path>.bak`. A
 /// symbolic link at `path` is replaced, never written through. Parent directories are
 /// created as needed.
-pub fn replace(path: &Path, content: &[u8]) -> io::Result<()> {
+pub(crate) fn replace(path: &Path, content: &[u8]) -> io::Result<()> {
     let mode = Mode {
         backup: true,
         follow: false,
@@ -136,7 +136,7 @@ pub fn replace(path: &Path, content: &[u8]) -> io::Result<()> {
 
 /// Replaces `path` with `content` durably, leaving any `<path>.bak` alone (used when the old
 /// content is known to be bad and the backup is the good copy).
-pub fn replace_keeping_backup(path: &Path, content: &[u8]) -> io::Result<()> {
+pub(crate) fn replace_keeping_backup(path: &Path, content: &[u8]) -> io::Result<()> {
     let mode = Mode {
         backup: false,
         follow: false,
@@ -147,7 +147,7 @@ pub fn replace_keeping_backup(path: &Path, content: &[u8]) -> io::Result<()> {
 /// Like [`replace`], but a symbolic link at `path` is followed and its target replaced,
 /// with the target's permissions: how the `-c` configuration file is rewritten, since Java
 /// writes it in place and operators link it from elsewhere.
-pub fn replace_through_link(path: &Path, content: &[u8]) -> io::Result<()> {
+pub(crate) fn replace_through_link(path: &Path, content: &[u8]) -> io::Result<()> {
     let mode = Mode {
         backup: true,
         follow: true,
@@ -234,7 +234,7 @@ fn keep_backup(real: &Path, bak: &Path) -> io::Result<()> {
 
 /// Removes temporary files left beside `path` (and beside its backup) by an interrupted
 /// [`replace`], if any.
-pub fn remove_stale_temp(path: &Path) {
+pub(crate) fn remove_stale_temp(path: &Path) {
     let Some(base) = path.file_name().and_then(|n| n.to_str()) else {
         return;
     };

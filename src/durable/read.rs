@@ -11,7 +11,7 @@ use std::path::Path;
 
 /// The largest TLS, accounts or configuration file read (4 MiB): a PEM chain, a CA bundle or
 /// an accounts file is a few KiB to a few hundred KiB.
-pub const MAX_SMALL_FILE: u64 = 4 << 20;
+pub(crate) const MAX_SMALL_FILE: u64 = 4 << 20;
 
 fn not_regular() -> io::Error {
     io::Error::new(
@@ -21,7 +21,7 @@ fn not_regular() -> io::Error {
 }
 
 /// Opens the regular file at `path` for reading; anything else is refused without blocking.
-pub fn open_regular(path: &Path) -> io::Result<File> {
+pub(crate) fn open_regular(path: &Path) -> io::Result<File> {
     if !std::fs::metadata(path)?.is_file() {
         return Err(not_regular());
     }
@@ -41,7 +41,7 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
 }
 
 /// The bytes of the regular file at `path`, refused if it holds more than `cap` bytes.
-pub fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+pub(crate) fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
     let file = open_regular(path)?;
     let too_large = |len: u64| {
         io::Error::new(
@@ -63,6 +63,6 @@ pub fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
 }
 
 /// [`read_capped`] with [`MAX_SMALL_FILE`].
-pub fn read_small(path: &Path) -> io::Result<Vec<u8>> {
+pub(crate) fn read_small(path: &Path) -> io::Result<Vec<u8>> {
     read_capped(path, MAX_SMALL_FILE)
 }

@@ -70,7 +70,7 @@ impl RegisterOptions {
 
 /// REGISTER_BROKER: checks the body's CRC, applies the registration — without decoding the
 /// body when it is the one last applied — and answers the master's and HA addresses.
-pub fn register(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn register(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let header = RegisterBrokerHeader::from_ext(req)?;
     let raw = req.body.clone().unwrap_or_default();
     if !crc_matches(&header, &raw) {
@@ -99,7 +99,7 @@ pub fn register(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
     else {
         return failed("register broker failed");
     };
-    if applied == metrics::Registration::Full {
+    if applied == metrics::RegistrationOutcome::Full {
         // An unchanged registration's cluster was noted when its body was first applied
         // (or its route restored): no lock on the metrics for every heartbeat.
         ctx.state.metrics().note_clusters([header.cluster]);
@@ -161,7 +161,7 @@ fn apply(
     header: &RegisterBrokerHeader<'_>,
     raw: Bytes,
     options: &RegisterOptions,
-) -> Result<(RegisterOutcome, metrics::Registration), HandlerError> {
+) -> Result<(RegisterOutcome, metrics::RegistrationOutcome), HandlerError> {
     let digest = digest(req.version, header.compressed, &raw);
     let unchanged = BodyInput::Unchanged { digest };
     let first = ctx
@@ -169,7 +169,7 @@ fn apply(
         .routes_mut()
         .register(registration, unchanged, &options.table, ctx.now);
     match first {
-        Ok(outcome) => Ok((outcome, metrics::Registration::Unchanged)),
+        Ok(outcome) => Ok((outcome, metrics::RegistrationOutcome::Unchanged)),
         Err(RegisterError::NeedsBody) => {
             let body = decode_body(ctx, req, header, raw, options.max_inflated)?;
             let decoded = BodyInput::Decoded {
@@ -181,7 +181,7 @@ fn apply(
                 .routes_mut()
                 .register(registration, decoded, &options.table, ctx.now)
                 .map_err(bad_body)?;
-            Ok((outcome, metrics::Registration::Full))
+            Ok((outcome, metrics::RegistrationOutcome::Full))
         }
         Err(e) => Err(bad_body(e)),
     }
@@ -221,7 +221,7 @@ fn decode_body(
 }
 
 /// UNREGISTER_BROKER: applied before the response is sent.
-pub fn unregister(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn unregister(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let header = UnregisterBrokerHeader::from_ext(req)?;
     let request = Unregistration {
         broker_name: header.broker_name.to_owned(),
@@ -234,7 +234,7 @@ pub fn unregister(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
 }
 
 /// BROKER_HEARTBEAT: refreshes a known broker, never registers one.
-pub fn heartbeat(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn heartbeat(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let header = BrokerHeartbeatHeader::from_ext(req)?;
     let (cluster, addr) = (header.cluster, header.broker_addr);
     let mut routes = ctx.state.routes_mut();
@@ -262,7 +262,7 @@ fn adopt_restored(
 
 /// QUERY_DATA_VERSION: whether the broker's data version differs from the registered one;
 /// also a heartbeat.
-pub fn query_data_version(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn query_data_version(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let header = QueryDataVersionHeader::from_ext(req)?;
     let (cluster, addr) = (header.cluster, header.broker_addr);
     // fastjson reads a `null` document, a blank one and invalid UTF-8 as no version at all.
@@ -301,7 +301,7 @@ pub fn query_data_version(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerRe
 }
 
 /// GET_BROKER_MEMBER_GROUP. Java leaves its placeholder remark on this success response.
-pub fn member_group(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn member_group(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let header = BrokerMemberGroupHeader::from_ext(req)?;
     let addrs = ctx.state.routes().member_group(header.broker_name);
     let body = broker_member_group(header.cluster, header.broker_name, &addrs);

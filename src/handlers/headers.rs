@@ -19,32 +19,32 @@ const ZONE_MODE: &str = "__ZONE_MODE";
 
 /// REGISTER_BROKER's header.
 #[derive(Debug, Clone, Copy)]
-pub struct RegisterBrokerHeader<'a> {
+pub(crate) struct RegisterBrokerHeader<'a> {
     /// `brokerName`.
-    pub broker_name: &'a str,
+    pub(crate) broker_name: &'a str,
     /// `brokerAddr`.
-    pub broker_addr: &'a str,
+    pub(crate) broker_addr: &'a str,
     /// `clusterName`.
-    pub cluster: &'a str,
+    pub(crate) cluster: &'a str,
     /// `haServerAddr`.
-    pub ha_server_addr: &'a str,
+    pub(crate) ha_server_addr: &'a str,
     /// `brokerId`.
-    pub broker_id: i64,
+    pub(crate) broker_id: i64,
     /// `heartbeatTimeoutMillis`, if sent and a number.
-    pub heartbeat_timeout_millis: Option<i64>,
+    pub(crate) heartbeat_timeout_millis: Option<i64>,
     /// `enableActingMaster`, if sent.
-    pub enable_acting_master: Option<bool>,
+    pub(crate) enable_acting_master: Option<bool>,
     /// `compressed` (false when absent).
-    pub compressed: bool,
+    pub(crate) compressed: bool,
     /// `bodyCrc32` (0, meaning unchecked, when absent or not a number).
-    pub body_crc32: i32,
+    pub(crate) body_crc32: i32,
     /// `__ZONE_NAME`, if sent.
-    pub zone_name: Option<&'a str>,
+    pub(crate) zone_name: Option<&'a str>,
 }
 
 impl<'a> RegisterBrokerHeader<'a> {
     /// Reads the header of `req`.
-    pub fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
+    pub(crate) fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
         let f = Fields(req);
         Ok(RegisterBrokerHeader {
             broker_name: f.required("brokerName")?,
@@ -63,20 +63,20 @@ impl<'a> RegisterBrokerHeader<'a> {
 
 /// UNREGISTER_BROKER's header.
 #[derive(Debug, Clone, Copy)]
-pub struct UnregisterBrokerHeader<'a> {
+pub(crate) struct UnregisterBrokerHeader<'a> {
     /// `brokerName`.
-    pub broker_name: &'a str,
+    pub(crate) broker_name: &'a str,
     /// `brokerAddr`.
-    pub broker_addr: &'a str,
+    pub(crate) broker_addr: &'a str,
     /// `clusterName`.
-    pub cluster: &'a str,
+    pub(crate) cluster: &'a str,
     /// `brokerId`.
-    pub broker_id: i64,
+    pub(crate) broker_id: i64,
 }
 
 impl<'a> UnregisterBrokerHeader<'a> {
     /// Reads the header of `req`.
-    pub fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
+    pub(crate) fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
         let f = Fields(req);
         Ok(UnregisterBrokerHeader {
             broker_name: f.required("brokerName")?,
@@ -89,16 +89,16 @@ impl<'a> UnregisterBrokerHeader<'a> {
 
 /// BROKER_HEARTBEAT's header (`brokerName` must be sent, but is not used).
 #[derive(Debug, Clone, Copy)]
-pub struct BrokerHeartbeatHeader<'a> {
+pub(crate) struct BrokerHeartbeatHeader<'a> {
     /// `clusterName`.
-    pub cluster: &'a str,
+    pub(crate) cluster: &'a str,
     /// `brokerAddr`.
-    pub broker_addr: &'a str,
+    pub(crate) broker_addr: &'a str,
 }
 
 impl<'a> BrokerHeartbeatHeader<'a> {
     /// Reads the header of `req`.
-    pub fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
+    pub(crate) fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
         let f = Fields(req);
         let cluster = f.required("clusterName")?;
         let broker_addr = f.required("brokerAddr")?;
@@ -112,18 +112,18 @@ impl<'a> BrokerHeartbeatHeader<'a> {
 
 /// QUERY_DATA_VERSION's header (`brokerName` and `brokerId` must be sent, but are not used).
 #[derive(Debug, Clone, Copy)]
-pub struct QueryDataVersionHeader<'a> {
+pub(crate) struct QueryDataVersionHeader<'a> {
     /// `brokerAddr`.
-    pub broker_addr: &'a str,
+    pub(crate) broker_addr: &'a str,
     /// `clusterName`.
-    pub cluster: &'a str,
+    pub(crate) cluster: &'a str,
     /// Sent by a peer name server's check ([`PEER_CHECK_FIELD`]): no heartbeat of the broker.
-    pub peer_check: bool,
+    pub(crate) peer_check: bool,
 }
 
 impl<'a> QueryDataVersionHeader<'a> {
     /// Reads the header of `req`.
-    pub fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
+    pub(crate) fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
         let f = Fields(req);
         f.required("brokerName")?;
         let broker_addr = f.required("brokerAddr")?;
@@ -139,16 +139,16 @@ impl<'a> QueryDataVersionHeader<'a> {
 
 /// GET_BROKER_MEMBER_GROUP's header.
 #[derive(Debug, Clone, Copy)]
-pub struct BrokerMemberGroupHeader<'a> {
+pub(crate) struct BrokerMemberGroupHeader<'a> {
     /// `clusterName`.
-    pub cluster: &'a str,
+    pub(crate) cluster: &'a str,
     /// `brokerName`.
-    pub broker_name: &'a str,
+    pub(crate) broker_name: &'a str,
 }
 
 impl<'a> BrokerMemberGroupHeader<'a> {
     /// Reads the header of `req`.
-    pub fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
+    pub(crate) fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
         let f = Fields(req);
         Ok(BrokerMemberGroupHeader {
             cluster: f.required("clusterName")?,
@@ -159,20 +159,20 @@ impl<'a> BrokerMemberGroupHeader<'a> {
 
 /// GET_ROUTEINFO_BY_TOPIC's header, with the zone fields a 5.x client adds.
 #[derive(Debug, Clone, Copy)]
-pub struct GetRouteInfoHeader<'a> {
+pub(crate) struct GetRouteInfoHeader<'a> {
     /// `topic`.
-    pub topic: &'a str,
+    pub(crate) topic: &'a str,
     /// `acceptStandardJsonOnly` is true.
-    pub accept_standard_json_only: bool,
+    pub(crate) accept_standard_json_only: bool,
     /// `__ZONE_MODE` is true.
-    pub zone_mode: bool,
+    pub(crate) zone_mode: bool,
     /// `__ZONE_NAME`, if sent.
-    pub zone_name: Option<&'a str>,
+    pub(crate) zone_name: Option<&'a str>,
 }
 
 impl<'a> GetRouteInfoHeader<'a> {
     /// Reads the header of `req`.
-    pub fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
+    pub(crate) fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
         let f = Fields(req);
         Ok(GetRouteInfoHeader {
             topic: f.required("topic")?,
@@ -185,19 +185,19 @@ impl<'a> GetRouteInfoHeader<'a> {
 
 /// PUT_KV_CONFIG's header.
 #[derive(Debug, Clone, Copy)]
-pub struct PutKvConfigHeader<'a> {
+pub(crate) struct PutKvConfigHeader<'a> {
     /// `namespace`.
-    pub namespace: &'a str,
+    pub(crate) namespace: &'a str,
     /// `key`.
-    pub key: &'a str,
+    pub(crate) key: &'a str,
     /// `value`.
-    pub value: &'a str,
+    pub(crate) value: &'a str,
 }
 
 impl<'a> PutKvConfigHeader<'a> {
     /// Reads the header of `req`; `None` when `namespace` or `key` is absent, which Java's
     /// handler answers itself before the header's `value` is looked at.
-    pub fn from_ext(req: &'a RemotingCommand) -> Result<Option<Self>, HandlerError> {
+    pub(crate) fn from_ext(req: &'a RemotingCommand) -> Result<Option<Self>, HandlerError> {
         let f = Fields(req);
         let (Some(namespace), Some(key)) = (f.optional("namespace"), f.optional("key")) else {
             return Ok(None);
@@ -212,16 +212,16 @@ impl<'a> PutKvConfigHeader<'a> {
 
 /// GET_KV_CONFIG's and DELETE_KV_CONFIG's header.
 #[derive(Debug, Clone, Copy)]
-pub struct KvConfigHeader<'a> {
+pub(crate) struct KvConfigHeader<'a> {
     /// `namespace`.
-    pub namespace: &'a str,
+    pub(crate) namespace: &'a str,
     /// `key`.
-    pub key: &'a str,
+    pub(crate) key: &'a str,
 }
 
 impl<'a> KvConfigHeader<'a> {
     /// Reads the header of `req`.
-    pub fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
+    pub(crate) fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
         let f = Fields(req);
         Ok(KvConfigHeader {
             namespace: f.required("namespace")?,
@@ -236,14 +236,14 @@ macro_rules! one_field_header {
     ($(#[$doc:meta])* $name:ident { $field:ident: $key:literal }) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy)]
-        pub struct $name<'a> {
+        pub(crate) struct $name<'a> {
             #[doc = concat!("`", $key, "`.")]
-            pub $field: &'a str,
+            pub(crate) $field: &'a str,
         }
 
         impl<'a> $name<'a> {
             /// Reads the header of `req`.
-            pub fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
+            pub(crate) fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
                 Ok($name {
                     $field: Fields(req).required($key)?,
                 })
@@ -271,16 +271,16 @@ one_field_header!(
 
 /// DELETE_TOPIC_IN_NAMESRV's header.
 #[derive(Debug, Clone, Copy)]
-pub struct DeleteTopicHeader<'a> {
+pub(crate) struct DeleteTopicHeader<'a> {
     /// `topic`.
-    pub topic: &'a str,
+    pub(crate) topic: &'a str,
     /// `clusterName`: delete only in this cluster's groups; everywhere when absent.
-    pub cluster: Option<&'a str>,
+    pub(crate) cluster: Option<&'a str>,
 }
 
 impl<'a> DeleteTopicHeader<'a> {
     /// Reads the header of `req`.
-    pub fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
+    pub(crate) fn from_ext(req: &'a RemotingCommand) -> Result<Self, HandlerError> {
         let f = Fields(req);
         Ok(DeleteTopicHeader {
             topic: f.required("topic")?,

@@ -31,7 +31,7 @@ fn failed(e: KvError, namespace: &str, key: &str) -> HandlerResult {
 /// PUT_KV_CONFIG: acknowledged only once the change is on disk. Logs the value's size, never
 /// the value, at any level: values are often secrets (passwords, tokens in configs), and log
 /// files are read by more people than the KV store.
-pub fn put(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn put(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let Some(PutKvConfigHeader {
         namespace,
         key,
@@ -50,7 +50,7 @@ pub fn put(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
 }
 
 /// GET_KV_CONFIG.
-pub fn get(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn get(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let KvConfigHeader { namespace, key } = KvConfigHeader::from_ext(req)?;
     let mut fields = ExtFields::new();
     let response = match ctx.state.kv().get(namespace, key) {
@@ -68,7 +68,7 @@ pub fn get(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
 }
 
 /// DELETE_KV_CONFIG: always succeeds unless the write fails.
-pub fn delete(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn delete(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let KvConfigHeader { namespace, key } = KvConfigHeader::from_ext(req)?;
     if let Err(e) = ctx.state.kv().delete(namespace, key) {
         return failed(e, namespace, key);
@@ -78,7 +78,7 @@ pub fn delete(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
 }
 
 /// GET_KVLIST_BY_NAMESPACE.
-pub fn list(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn list(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let NamespaceHeader { namespace } = NamespaceHeader::from_ext(req)?;
     let response = match ctx.state.kv().list(namespace) {
         Some(body) => RemotingCommand::success().with_body(body),

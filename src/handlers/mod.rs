@@ -1,39 +1,44 @@
 //! Request handlers, one file per domain. A handler takes the request and a [`Context`] and
 //! returns a [`Reply`] — the response and what serving it did to the connection — or a
-//! [`HandlerError`]; it never touches a socket. Each request's ext fields are read once, into
-//! the typed header of [`headers`].
+//! `HandlerError`; it never touches a socket. Each request's ext fields are read once, into
+//! the typed header of `headers`.
 
-pub mod broker;
-pub mod headers;
-pub mod kv;
-pub mod operator;
-pub mod route;
-pub mod topic;
+pub(crate) mod broker;
+pub(crate) mod headers;
+pub(crate) mod kv;
+pub(crate) mod operator;
+pub(crate) mod route;
+pub(crate) mod topic;
 
 use std::net::SocketAddr;
 
 use tokio::time::Instant;
 
 use crate::error::HandlerError;
-use crate::metrics::Registration;
+use crate::metrics::RegistrationOutcome;
 use crate::protocol::RemotingCommand;
 use crate::state::{ConnId, Namesrv};
 
 /// What a handler knows besides the request: inputs only, what it did is in its [`Reply`].
 pub struct Context<'a> {
     /// The shared state.
-    pub state: &'a Namesrv,
+    pub(crate) state: &'a Namesrv,
     /// The connection the request came on.
-    pub conn: ConnId,
+    pub(crate) conn: ConnId,
     /// The client's address (the peer of the connection).
-    pub peer: SocketAddr,
+    pub(crate) peer: SocketAddr,
     /// The time the request is handled at (tokio's clock).
-    pub now: Instant,
+    pub(crate) now: Instant,
 }
 
 impl<'a> Context<'a> {
     /// The context of a request arriving on `conn` from `peer` at `now`.
-    pub fn new(state: &'a Namesrv, conn: ConnId, peer: SocketAddr, now: Instant) -> Context<'a> {
+    pub(crate) fn new(
+        state: &'a Namesrv,
+        conn: ConnId,
+        peer: SocketAddr,
+        now: Instant,
+    ) -> Context<'a> {
         Context {
             state,
             conn,
@@ -45,21 +50,21 @@ impl<'a> Context<'a> {
 
 /// What serving a request did besides answering it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Effects {
+pub(crate) struct Effects {
     /// A broker was registered on (or, restored from a snapshot, adopted by) the request's
     /// connection, so that closing the connection unregisters it.
-    pub registered_broker: bool,
+    pub(crate) registered_broker: bool,
     /// How a successful REGISTER_BROKER was applied (for the metrics the dispatcher records).
-    pub registration: Option<Registration>,
+    pub(crate) registration: Option<RegistrationOutcome>,
 }
 
-/// A handler's answer: the response, and its [`Effects`].
+/// A handler's answer: the response, and its `Effects`.
 #[derive(Debug)]
 pub struct Reply {
     /// The response (the dispatcher sets its opaque).
-    pub response: RemotingCommand,
+    pub(crate) response: RemotingCommand,
     /// What serving the request did.
-    pub effects: Effects,
+    pub(crate) effects: Effects,
 }
 
 impl From<RemotingCommand> for Reply {

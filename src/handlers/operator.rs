@@ -13,7 +13,7 @@ use crate::state::protection::HELD_BROKERS_KEY;
 
 /// GET_NAMESRV_CONFIG: every property, sorted, as `key=value` lines — plus, while eviction
 /// protection holds brokers, how many (a status line, never stored).
-pub fn get_config(ctx: &Context<'_>, _req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn get_config(ctx: &Context<'_>, _req: &RemotingCommand) -> HandlerResult {
     let held = ctx.state.eviction_protection().held;
     let status = (held > 0).then(|| (HELD_BROKERS_KEY.to_owned(), held.to_string()));
     // Peer checks: divergent brokers and unreachable peers, when there are any.
@@ -31,7 +31,7 @@ pub fn get_config(ctx: &Context<'_>, _req: &RemotingCommand) -> HandlerResult {
 /// anything the next start could not use (`SYSTEM_ERROR`, the remark naming the key and the
 /// reason), applies the rest all-or-nothing, persists to `configStorePath` before answering,
 /// and notes keys that need a restart. Runs off the runtime's workers (it may bind sockets).
-pub fn update_config(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn update_config(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
     update(ctx, req).map(Into::into)
 }
 
@@ -130,11 +130,11 @@ fn change_perm(ctx: &Context<'_>, req: &RemotingCommand, wipe: bool) -> HandlerR
 }
 
 /// WIPE_WRITE_PERM_OF_BROKER.
-pub fn wipe_write_perm(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn wipe_write_perm(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
     change_perm(ctx, req, true)
 }
 
 /// ADD_WRITE_PERM_OF_BROKER.
-pub fn add_write_perm(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn add_write_perm(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
     change_perm(ctx, req, false)
 }

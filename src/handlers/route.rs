@@ -15,7 +15,7 @@ use crate::state::Namesrv;
 use crate::state::route_table::query::RouteQuery;
 
 /// GET_ROUTEINFO_BY_TOPIC.
-pub fn route(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn route(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let header = GetRouteInfoHeader::from_ext(req)?;
     let topic = header.topic;
     let (wait, options) = {
@@ -52,16 +52,16 @@ pub fn route(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
 
 /// The live settings a route depends on.
 #[derive(Debug, Clone, Copy)]
-pub struct RouteOptions {
+pub(crate) struct RouteOptions {
     /// `orderMessageEnable`.
-    pub order_message_enable: bool,
+    pub(crate) order_message_enable: bool,
     /// `supportActingMaster`.
-    pub support_acting_master: bool,
+    pub(crate) support_acting_master: bool,
 }
 
 impl RouteOptions {
     /// The options `settings` give.
-    pub fn from_settings(settings: &Settings) -> RouteOptions {
+    pub(crate) fn from_settings(settings: &Settings) -> RouteOptions {
         RouteOptions {
             order_message_enable: settings.order_message_enable,
             support_acting_master: settings.support_acting_master,
@@ -72,7 +72,7 @@ impl RouteOptions {
 /// The route body a client asking for `topic` gets in `style` (filtered to `zone` when
 /// given), or `None` when the topic has no route. Also used by the HTTP status page, so that
 /// it shows routes exactly as clients see them.
-pub fn lookup(
+pub(crate) fn lookup(
     state: &Namesrv,
     topic: &str,
     style: JsonStyle,
@@ -98,7 +98,7 @@ pub fn lookup(
 }
 
 /// GET_BROKER_CLUSTER_INFO: always the legacy writer, as Java.
-pub fn cluster(ctx: &Context<'_>, _req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn cluster(ctx: &Context<'_>, _req: &RemotingCommand) -> HandlerResult {
     let snapshot = ctx.state.routes().cluster_snapshot();
     let clusters = snapshot
         .clusters

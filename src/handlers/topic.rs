@@ -19,7 +19,7 @@ fn disabled() -> HandlerResult {
 }
 
 /// GET_ALL_TOPIC_LIST_FROM_NAMESERVER (gated by `enableAllTopicList`).
-pub fn all(ctx: &Context<'_>, _req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn all(ctx: &Context<'_>, _req: &RemotingCommand) -> HandlerResult {
     if !ctx.state.config().settings.enable_all_topic_list {
         return disabled();
     }
@@ -30,7 +30,7 @@ pub fn all(ctx: &Context<'_>, _req: &RemotingCommand) -> HandlerResult {
 }
 
 /// GET_TOPICS_BY_CLUSTER (gated by `enableTopicList`, checked before the header).
-pub fn by_cluster(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn by_cluster(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
     if !ctx.state.config().settings.enable_topic_list {
         return disabled();
     }
@@ -42,7 +42,7 @@ pub fn by_cluster(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
 }
 
 /// GET_SYSTEM_TOPIC_LIST_FROM_NS: cluster and group names, plus one broker address.
-pub fn system(ctx: &Context<'_>, _req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn system(ctx: &Context<'_>, _req: &RemotingCommand) -> HandlerResult {
     let (topics, addr) = ctx.state.routes().system_topics();
     Ok(RemotingCommand::success()
         .with_body(topic_list(topics, addr.as_deref()))
@@ -50,17 +50,17 @@ pub fn system(ctx: &Context<'_>, _req: &RemotingCommand) -> HandlerResult {
 }
 
 /// GET_UNIT_TOPIC_LIST.
-pub fn unit(ctx: &Context<'_>, _req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn unit(ctx: &Context<'_>, _req: &RemotingCommand) -> HandlerResult {
     unit_topics(ctx, UnitFilter::Unit)
 }
 
 /// GET_HAS_UNIT_SUB_TOPIC_LIST.
-pub fn unit_sub(ctx: &Context<'_>, _req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn unit_sub(ctx: &Context<'_>, _req: &RemotingCommand) -> HandlerResult {
     unit_topics(ctx, UnitFilter::UnitSub)
 }
 
 /// GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST.
-pub fn unit_sub_not_unit(ctx: &Context<'_>, _req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn unit_sub_not_unit(ctx: &Context<'_>, _req: &RemotingCommand) -> HandlerResult {
     unit_topics(ctx, UnitFilter::UnitSubNotUnit)
 }
 
@@ -76,7 +76,7 @@ fn unit_topics(ctx: &Context<'_>, filter: UnitFilter) -> HandlerResult {
 }
 
 /// DELETE_TOPIC_IN_NAMESRV: everywhere, or only in `clusterName`'s groups.
-pub fn delete(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn delete(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let DeleteTopicHeader { topic, cluster } = DeleteTopicHeader::from_ext(req)?;
     ctx.state.routes_mut().delete_topic(topic, cluster);
     tracing::info!(topic, cluster, "topic deleted");
@@ -84,7 +84,7 @@ pub fn delete(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
 }
 
 /// REGISTER_TOPIC_IN_NAMESRV: only the body's `queueDatas` are used.
-pub fn register(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
+pub(crate) fn register(ctx: &Context<'_>, req: &RemotingCommand) -> HandlerResult {
     let RegisterTopicHeader { topic } = RegisterTopicHeader::from_ext(req)?;
     // A body fastjson reads as null (invalid UTF-8, blank, `null`) registers nothing.
     if let Some(body) = req.body.as_deref().filter(|b| !lenient::reads_as_null(b)) {

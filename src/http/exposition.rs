@@ -22,7 +22,7 @@ use crate::protocol::body::Name;
 use crate::state::Namesrv;
 
 /// The `Content-Type` of the body [`render`] returns.
-pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+pub(crate) const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
 
 /// The metrics of `state` and of the auth gate `auth`, in the Prometheus text format.
 pub fn render(state: &Namesrv, auth: &Gate) -> String {

@@ -44,7 +44,7 @@ pub const MAX_CONNECTIONS_PER_CLIENT: usize = 16;
 
 /// Connections open beyond the ordinary pool, served probe-only: room for probes however
 /// the pool is held.
-pub const PROBE_RESERVE: usize = 16;
+pub(crate) const PROBE_RESERVE: usize = 16;
 
 /// How long a client may take to send a request's headers, counted from the moment the
 /// connection waits for them (so an idle keep-alive connection is closed after it too).
@@ -54,7 +54,7 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The longest an ordinary connection stays open (keep-alive clients simply reconnect).
-pub const CONNECTION_BUDGET: Duration = Duration::from_secs(60);
+pub(crate) const CONNECTION_BUDGET: Duration = Duration::from_secs(60);
 
 /// Header timeout, write deadline and total budget of a probe-only connection: a probe sends
 /// its request at once and reads a few bytes.
@@ -62,20 +62,20 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Both ends of an HTTP connection.
 #[derive(Debug, Clone, Copy)]
-pub struct Peer {
+pub(crate) struct Peer {
     /// The client.
-    pub remote: SocketAddr,
+    pub(crate) remote: SocketAddr,
     /// The address the client reached this server at.
-    pub local: SocketAddr,
+    pub(crate) local: SocketAddr,
 }
 
 /// The two services: everything, and the probes only.
 #[derive(Debug, Clone)]
 pub(super) struct Routers {
     /// The full router.
-    pub full: Router,
+    pub(crate) full: Router,
     /// `/healthz` and `/readyz`, a 503 for the rest.
-    pub probes: Router,
+    pub(crate) probes: Router,
 }
 
 /// How a connection is served, and (held, never read) the slots it takes while it is.

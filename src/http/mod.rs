@@ -2,7 +2,7 @@
 //! JSON API and the address server Java clients poll — one listener, separate from the
 //! remoting port, off unless `httpListenPort` is set.
 //!
-//! It runs as one task under the server's tracker ([`crate::server::run`] spawns [`serve`])
+//! It runs as one task under the server's tracker ([`crate::server::run`] spawns `serve`)
 //! and only *reads* the shared state through the [`Namesrv`] handle: every route is a `GET`,
 //! so no endpoint can change anything. It keeps answering while the remoting connections
 //! drain at shutdown, so `/readyz` reports the drain instead of refusing connections.
@@ -10,13 +10,13 @@
 //! Routes split in two groups: the open ones that probes, Prometheus and Java clients need
 //! (`/healthz`, `/readyz`, `/metrics`, `/rocketmq/...`) and the operator ones (`/` and
 //! `/api/...`). When `authMode=enforce`, the operator group asks for the credentials of an
-//! admin account of the auth accounts file, as HTTP Basic authentication ([`access`]).
+//! admin account of the auth accounts file, as HTTP Basic authentication (`access`).
 //!
 //! No client can keep the probes out: connections are bounded in number, per client and in
-//! time, with a reserve served probe-only ([`listener`]); the operator views read a cached
-//! overview and do their work on the blocking pool ([`views`]), so they never hold up route
+//! time, with a reserve served probe-only (`listener`); the operator views read a cached
+//! overview and do their work on the blocking pool (`views`), so they never hold up route
 //! lookups or the runtime's workers. Every answer says it must not be framed or sniffed, and
-//! the page carries a Content-Security-Policy of its own ([`page`]).
+//! the page carries a Content-Security-Policy of its own (`page`).
 
 mod access;
 mod api;
@@ -46,9 +46,9 @@ use crate::auth::Gate;
 use crate::config::Settings;
 use crate::log_limit::LogLimit;
 use crate::state::Namesrv;
+pub(crate) use listener::Peer;
 pub use listener::{
-    CONNECTION_BUDGET, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT,
-    PROBE_RESERVE, Peer, WRITE_TIMEOUT,
+    HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT, WRITE_TIMEOUT,
 };
 
 /// What every handler gets.
@@ -79,7 +79,7 @@ pub async fn bind(s: &Settings) -> std::io::Result<Option<TcpListener>> {
 
 /// Serves HTTP on `listener` until `stop` completes; `remoting` is the bound remoting
 /// address, `auth` the remoting port's gate (its accounts guard the operator routes).
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     state: Namesrv,
     remoting: SocketAddr,

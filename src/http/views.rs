@@ -28,13 +28,13 @@ pub(super) const FRESH_FOR: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub(super) struct Overview {
     /// When it was taken.
-    pub at: Instant,
+    pub(crate) at: Instant,
     /// Clusters → groups → brokers, with per-group topic counts.
-    pub clusters: Vec<ClusterView>,
+    pub(crate) clusters: Vec<ClusterView>,
     /// Every topic name, sorted.
-    pub topics: Vec<Name>,
+    pub(crate) topics: Vec<Name>,
     /// Live-table entries.
-    pub live: usize,
+    pub(crate) live: usize,
 }
 
 impl Overview {

@@ -29,7 +29,7 @@ struct Queue<E, R> {
 
 impl<E, R> GroupCommit<E, R> {
     /// An idle queue; `abandoned` answers writers whose batch's commit panicked.
-    pub fn new(abandoned: fn() -> R) -> Self {
+    pub(super) fn new(abandoned: fn() -> R) -> Self {
         GroupCommit {
             queue: Mutex::new(Queue {
                 next_ticket: 0,
@@ -45,7 +45,7 @@ impl<E, R> GroupCommit<E, R> {
     /// Queues `change` and blocks until it is committed. If this caller leads the commit,
     /// `commit` receives every pending change in arrival order and returns their results in
     /// the same order.
-    pub fn submit(&self, change: E, commit: impl FnOnce(Vec<E>) -> Vec<R>) -> R {
+    pub(super) fn submit(&self, change: E, commit: impl FnOnce(Vec<E>) -> Vec<R>) -> R {
         let mut q = self.queue.lock();
         let ticket = q.next_ticket;
         q.next_ticket += 1;

@@ -16,7 +16,7 @@ const DEFAULT_CAPACITY: usize = 16;
 
 /// A `HashMap<String, V>` with Java's iteration order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct JavaHashMap<V> {
+pub(crate) struct JavaHashMap<V> {
     /// Key → (insertion sequence, value).
     entries: HashMap<String, (u64, V)>,
     next_seq: u64,
@@ -28,7 +28,7 @@ pub struct JavaHashMap<V> {
 
 impl<V> JavaHashMap<V> {
     /// `new HashMap<>()`.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         JavaHashMap {
             entries: HashMap::new(),
             next_seq: 0,
@@ -39,7 +39,7 @@ impl<V> JavaHashMap<V> {
 
     /// An empty `new HashMap<>()` about to receive `putAll` of a map with `len` entries,
     /// which sizes the table for them first.
-    pub fn for_put_all(len: usize) -> Self {
+    pub(crate) fn for_put_all(len: usize) -> Self {
         let mut map = Self::new();
         if len > 0 {
             // JDK 8–17: `tableSizeFor((int) (s / 0.75f + 1.0f))`.
@@ -50,28 +50,23 @@ impl<V> JavaHashMap<V> {
     }
 
     /// Number of entries.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
-    /// Whether the map is empty.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// The value of `key`.
-    pub fn get(&self, key: &str) -> Option<&V> {
+    pub(crate) fn get(&self, key: &str) -> Option<&V> {
         self.entries.get(key).map(|(_, v)| v)
     }
 
     /// The value of `key`, mutably.
-    pub fn get_mut(&mut self, key: &str) -> Option<&mut V> {
+    pub(crate) fn get_mut(&mut self, key: &str) -> Option<&mut V> {
         self.entries.get_mut(key).map(|(_, v)| v)
     }
 
     /// `put`: a new key goes last in its bucket and may grow the table; an existing one keeps
     /// its place.
-    pub fn put(&mut self, key: String, value: V) {
+    pub(crate) fn put(&mut self, key: String, value: V) {
         if let Some(slot) = self.entries.get_mut(&key) {
             slot.1 = value;
             return;
@@ -96,7 +91,7 @@ impl<V> JavaHashMap<V> {
     }
 
     /// The value of `key`, inserting `make()` first if it is absent.
-    pub fn get_or_put_with(&mut self, key: &str, make: impl FnOnce() -> V) -> &mut V {
+    pub(crate) fn get_or_put_with(&mut self, key: &str, make: impl FnOnce() -> V) -> &mut V {
         if !self.entries.contains_key(key) {
             self.put(key.to_owned(), make());
         }
@@ -104,12 +99,12 @@ impl<V> JavaHashMap<V> {
     }
 
     /// `remove`: the table keeps its size.
-    pub fn remove(&mut self, key: &str) -> Option<V> {
+    pub(crate) fn remove(&mut self, key: &str) -> Option<V> {
         self.entries.remove(key).map(|(_, v)| v)
     }
 
     /// The entries in Java's iteration order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &V)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &V)> {
         let mut all: Vec<_> = self.entries.iter().collect();
         let cap = self.capacity.max(1);
         all.sort_by_key(|(k, (seq, _))| (bucket(string_hash(k), cap), *seq));

@@ -25,20 +25,12 @@ const DELETE: u8 = 2;
 pub(super) enum Edit {
     /// PUT_KV_CONFIG.
     Put {
-        /// The namespace.
         namespace: String,
-        /// The key.
         key: String,
-        /// The value.
         value: String,
     },
     /// DELETE_KV_CONFIG.
-    Delete {
-        /// The namespace.
-        namespace: String,
-        /// The key.
-        key: String,
-    },
+    Delete { namespace: String, key: String },
 }
 
 /// The journal beside `kv_path`.
@@ -121,11 +113,11 @@ fn decode_payload(mut p: &[u8]) -> Option<Edit> {
 pub(super) struct Contents {
     /// The snapshot hash its header names; `None` when the header is incomplete (a crash
     /// while the journal was being created, before any change was written to it).
-    pub base: Option<u64>,
+    pub(crate) base: Option<u64>,
     /// The complete records, in order.
-    pub edits: Vec<Edit>,
+    pub(crate) edits: Vec<Edit>,
     /// Bytes after the last complete record.
-    pub torn: usize,
+    pub(crate) torn: usize,
 }
 
 /// Reads the journal beside `kv_path`; `None` when there is none.
@@ -186,7 +178,7 @@ pub(super) struct Writer {
 impl Writer {
     /// Starts a journal continuing the snapshot whose bytes hash to `base`, replacing any
     /// stale one; the header is durable when this returns.
-    pub fn create(kv_path: &Path, base: u64) -> io::Result<Writer> {
+    pub(super) fn create(kv_path: &Path, base: u64) -> io::Result<Writer> {
         if let Some(dir) = kv_path.parent().filter(|d| !d.as_os_str().is_empty()) {
             fs::create_dir_all(dir)?;
         }
@@ -212,14 +204,14 @@ impl Writer {
     }
 
     /// Bytes in the journal.
-    pub fn len(&self) -> u64 {
+    pub(super) fn len(&self) -> u64 {
         self.len
     }
 
     /// Appends encoded records and syncs them. On failure the journal is cut back to its
     /// last complete record; if even that fails the error says so and the writer must not
     /// be used again.
-    pub fn append(&mut self, records: &[u8]) -> Result<(), AppendError> {
+    pub(super) fn append(&mut self, records: &[u8]) -> Result<(), AppendError> {
         let written = self
             .file
             .write_all(records)
@@ -258,7 +250,7 @@ pub(super) enum AppendError {
 
 impl AppendError {
     /// The I/O error.
-    pub fn into_io(self) -> io::Error {
+    pub(super) fn into_io(self) -> io::Error {
         match self {
             AppendError::Failed(e) | AppendError::Unusable(e) => e,
         }

@@ -24,7 +24,6 @@ pub enum LoadError {
         path: String,
         /// What is wrong with it.
         reason: String,
-        /// The backup.
         backup: String,
         /// What is wrong with the backup.
         backup_reason: String,

@@ -4,8 +4,8 @@
 //! Changes are durable before they are visible: a PUT or DELETE returns once it is on disk,
 //! and only then do readers see it, so an acknowledged change survives a crash and a failed
 //! write changes nothing. Writers that arrive together share one commit (one write, one
-//! sync: [`group_commit`]). A small table is rewritten whole on each commit, as Java does; a
-//! large one ([`Tuning`]) appends the changes to a journal beside the file ([`journal`]) and
+//! sync: `group_commit`). A small table is rewritten whole on each commit, as Java does; a
+//! large one (`Tuning`) appends the changes to a journal beside the file (`journal`) and
 //! folds them into the file once the journal is as large as the file, at start-up after a
 //! crash, and at shutdown ([`KvStore::flush`]) — so a stopped server leaves only Java's file.
 //! Loading never silently starts empty over a damaged file: it falls back to `<file>.bak`,
@@ -21,19 +21,19 @@ mod journal;
 mod load;
 mod write;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
 use crate::protocol::body::lists::kv_table;
 use group_commit::GroupCommit;
-pub use java_map::JavaHashMap;
+pub(crate) use java_map::JavaHashMap;
 use journal::Edit;
-pub use load::LoadError;
+pub(crate) use load::LoadError;
 
 /// The namespace whose values feed REGISTER_BROKER responses and `orderTopicConf`.
-pub const ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";
+pub(crate) const ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";
 
 /// Java's `configTable`: namespace → key → value, each a `HashMap`.
 type Namespaces = JavaHashMap<JavaHashMap<String>>;
@@ -42,9 +42,9 @@ type Namespaces = JavaHashMap<JavaHashMap<String>>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KvLimits {
     /// The largest value, in UTF-8 bytes.
-    pub max_value_bytes: usize,
+    pub(crate) max_value_bytes: usize,
     /// The most the table may hold: every namespace, key and value, in UTF-8 bytes.
-    pub max_total_bytes: usize,
+    pub(crate) max_total_bytes: usize,
 }
 
 impl KvLimits {
@@ -70,9 +70,9 @@ impl Default for KvLimits {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Tuning {
     /// Tables holding more bytes than this are journaled.
-    pub write_through_max: usize,
+    pub(crate) write_through_max: usize,
     /// The journal is folded into the file once it is larger than this and than the file.
-    pub compact_min: u64,
+    pub(crate) compact_min: u64,
 }
 
 impl Default for Tuning {
@@ -86,7 +86,7 @@ impl Default for Tuning {
 
 /// Why a change was refused or failed.
 #[derive(Debug, thiserror::Error)]
-pub enum KvError {
+pub(crate) enum KvError {
     /// The value is larger than `maxKvValueBytes`.
     #[error("the value is {len} bytes, more than maxKvValueBytes={max}")]
     ValueTooLarge {
@@ -112,7 +112,8 @@ pub enum KvError {
 
 impl KvError {
     /// Whether the client's request, not the server, is at fault.
-    pub fn is_refusal(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_refusal(&self) -> bool {
         !matches!(self, KvError::Io(_))
     }
 }
@@ -143,18 +144,13 @@ impl KvStore {
         Self::open_tuned(path.into(), limits, Tuning::default())
     }
 
-    /// The file the store lives in.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Bumped on every change.
-    pub fn epoch(&self) -> u64 {
+    pub(crate) fn epoch(&self) -> u64 {
         self.epoch.load(Ordering::Acquire)
     }
 
     /// PUT_KV_CONFIG: durable when this returns `Ok`. Blocks on disk I/O.
-    pub fn put(&self, namespace: &str, key: &str, value: &str) -> Result<(), KvError> {
+    pub(crate) fn put(&self, namespace: &str, key: &str, value: &str) -> Result<(), KvError> {
         if value.len() > self.limits.max_value_bytes {
             return Err(KvError::ValueTooLarge {
                 len: value.len(),
@@ -170,7 +166,7 @@ impl KvStore {
 
     /// DELETE_KV_CONFIG: removes the key if present (an emptied namespace stays) and
     /// persists in any case, as Java does. Blocks on disk I/O.
-    pub fn delete(&self, namespace: &str, key: &str) -> Result<(), KvError> {
+    pub(crate) fn delete(&self, namespace: &str, key: &str) -> Result<(), KvError> {
         self.submit(Edit::Delete {
             namespace: namespace.to_owned(),
             key: key.to_owned(),
@@ -183,14 +179,14 @@ impl KvStore {
     }
 
     /// GET_KVLIST_BY_NAMESPACE: the namespace as a `KVTable` body, if it exists.
-    pub fn list(&self, namespace: &str) -> Option<Vec<u8>> {
+    pub(crate) fn list(&self, namespace: &str) -> Option<Vec<u8>> {
         let table = self.table.read();
         let entries = table.get(namespace)?;
         Some(kv_table(entries.iter().map(|(k, v)| (k, v.as_str()))))
     }
 
     /// The number of namespaces and of keys over all of them.
-    pub fn counts(&self) -> (usize, usize) {
+    pub(crate) fn counts(&self) -> (usize, usize) {
         let table = self.table.read();
         let keys = table.iter().map(|(_, entries)| entries.len()).sum();
         (table.len(), keys)
@@ -198,7 +194,7 @@ impl KvStore {
 
     /// Every namespace in name order, with its number of keys and its first `limit` entries
     /// in key order: what a status page shows, without copying the rest of the table.
-    pub fn overview(&self, limit: usize) -> Vec<NamespaceOverview> {
+    pub(crate) fn overview(&self, limit: usize) -> Vec<NamespaceOverview> {
         let table = self.table.read();
         let mut out: Vec<NamespaceOverview> = table
             .iter()
@@ -221,7 +217,10 @@ impl KvStore {
     }
 
     /// A copy of one namespace, in key order.
-    pub fn namespace(&self, namespace: &str) -> Option<std::collections::BTreeMap<String, String>> {
+    pub(crate) fn namespace(
+        &self,
+        namespace: &str,
+    ) -> Option<std::collections::BTreeMap<String, String>> {
         let table = self.table.read();
         let entries = table.get(namespace)?;
         Some(
@@ -251,13 +250,12 @@ impl KvStore {
 
 /// One namespace as [`KvStore::overview`] describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NamespaceOverview {
-    /// The namespace.
-    pub namespace: String,
+pub(crate) struct NamespaceOverview {
+    pub(crate) namespace: String,
     /// How many keys it has.
-    pub keys: usize,
+    pub(crate) keys: usize,
     /// Its first entries in key order.
-    pub first: Vec<(String, String)>,
+    pub(crate) first: Vec<(String, String)>,
 }
 
 /// The bytes `maxKvTotalBytes` counts for a table: every namespace, key and value.

@@ -26,7 +26,7 @@ pub(super) struct Disk {
 }
 
 impl Disk {
-    pub fn new(bytes: usize, file: &[u8]) -> Disk {
+    pub(super) fn new(bytes: usize, file: &[u8]) -> Disk {
         Disk {
             bytes,
             snapshot_hash: journal::snapshot_hash(file),

@@ -33,7 +33,7 @@ pub enum LatencyClass {
 
 impl LatencyClass {
     /// Every class, in slot order.
-    pub const ALL: [LatencyClass; 7] = [
+    pub(crate) const ALL: [LatencyClass; 7] = [
         LatencyClass::Route,
         LatencyClass::Register,
         LatencyClass::Heartbeat,
@@ -44,7 +44,7 @@ impl LatencyClass {
     ];
 
     /// The label value.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             LatencyClass::Route => "route",
             LatencyClass::Register => "register",
@@ -58,28 +58,28 @@ impl LatencyClass {
 }
 
 /// Label value of the series shared by unknown codes.
-pub const OTHER: &str = "other";
+pub(crate) const OTHER: &str = "other";
 
 /// Request series: room for every request code of the process's request tables (the name
 /// server's and, beside it, another service's), then `other` in the last slot. A table test
 /// checks that its rows fit.
-pub const REQUEST_SLOTS: usize = 48;
+pub(crate) const REQUEST_SLOTS: usize = 48;
 
 /// The series one request code is counted in: its slot, its `request_code` label value and
 /// its latency class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RequestSeries {
     /// Index into the request counters, below [`RequestSeries::OTHER`]'s.
-    pub slot: u8,
+    pub(crate) slot: u8,
     /// The `request_code` label value.
-    pub label: &'static str,
+    pub(crate) label: &'static str,
     /// The `class` label of its latency.
-    pub class: LatencyClass,
+    pub(crate) class: LatencyClass,
 }
 
 impl RequestSeries {
     /// The series of codes no table serves.
-    pub const OTHER: RequestSeries = RequestSeries {
+    pub(crate) const OTHER: RequestSeries = RequestSeries {
         slot: (REQUEST_SLOTS - 1) as u8,
         label: OTHER,
         class: LatencyClass::Other,
@@ -101,7 +101,7 @@ const RESPONSES: [(i32, &str); 7] = [
 ];
 
 /// Response slots: one per answered code, then `other`.
-pub const RESPONSE_SLOTS: usize = RESPONSES.len() + 1;
+pub(crate) const RESPONSE_SLOTS: usize = RESPONSES.len() + 1;
 
 /// Builds a code → slot table over `0..N` from `(code, slot)` pairs; unknown codes map to
 /// `fallback`.
@@ -119,7 +119,7 @@ const fn slot_table<const N: usize>(codes: &[(i32, &str)], fallback: usize) -> [
 static RESPONSE_SLOT: [u8; 32] = slot_table(&RESPONSES, RESPONSES.len());
 
 /// The slot of a response code.
-pub fn response_slot(code: i32) -> usize {
+pub(crate) fn response_slot(code: i32) -> usize {
     usize::try_from(code)
         .ok()
         .and_then(|c| RESPONSE_SLOT.get(c))
@@ -127,7 +127,7 @@ pub fn response_slot(code: i32) -> usize {
 }
 
 /// The label value of a response slot.
-pub fn response_name(slot: usize) -> &'static str {
+pub(crate) fn response_name(slot: usize) -> &'static str {
     RESPONSES.get(slot).map_or(OTHER, |r| r.1)
 }
 

@@ -11,7 +11,10 @@ use prometheus_client::registry::Unit;
 
 use super::histogram::HistogramSnapshot;
 use super::process::ProcessStats;
-use super::{Eviction, LatencyClass, Metrics, Prelude, Refusal, Registration, WriteStats, codes};
+use super::{
+    Eviction, LatencyClass, Metrics, PreludeOutcome, Refusal, RegistrationOutcome, WriteStats,
+    codes,
+};
 
 /// What writing a family returns.
 pub(crate) type Result = std::result::Result<(), std::fmt::Error>;
@@ -166,7 +169,7 @@ pub(crate) fn encode_events(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> Res
             "outcome",
         ),
         MetricType::Counter,
-        Registration::ALL
+        RegistrationOutcome::ALL
             .iter()
             .map(|&r| (r.name(), super::read(&m.registrations[r as usize]))),
     )?;
@@ -219,7 +222,7 @@ pub(crate) fn encode_preludes(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> R
         enc,
         "namesrv_tls_handshakes",
         "TLS handshakes completed.",
-        m.preludes(Prelude::TlsHandshake),
+        m.preludes(PreludeOutcome::TlsHandshake),
     )?;
     labelled(
         enc,
@@ -229,7 +232,7 @@ pub(crate) fn encode_preludes(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> R
             "reason",
         ),
         MetricType::Counter,
-        Prelude::FAILURES
+        PreludeOutcome::FAILURES
             .iter()
             .map(|&(p, label)| (label, m.preludes(p))),
     )?;
@@ -241,7 +244,7 @@ pub(crate) fn encode_preludes(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> R
             "reason",
         ),
         MetricType::Counter,
-        Prelude::MODE_REJECTIONS
+        PreludeOutcome::MODE_REJECTIONS
             .iter()
             .map(|&(p, label)| (label, m.preludes(p))),
     )?;
@@ -249,7 +252,7 @@ pub(crate) fn encode_preludes(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> R
         enc,
         "namesrv_proxy_headers",
         "PROXY protocol headers accepted (the client address they carry is used).",
-        m.preludes(Prelude::ProxyHeader),
+        m.preludes(PreludeOutcome::ProxyHeader),
     )
 }
 

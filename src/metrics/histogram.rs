@@ -28,29 +28,29 @@ const BOUNDS_NANOS: [u64; 13] = [
 ];
 
 /// Number of buckets, the `+Inf` one included.
-pub const BUCKETS: usize = BOUNDS_NANOS.len() + 1;
+pub(crate) const BUCKETS: usize = BOUNDS_NANOS.len() + 1;
 
 /// Durations, bucketed.
 #[derive(Debug, Default)]
-pub struct Histogram {
+pub(crate) struct Histogram {
     counts: [AtomicU64; BUCKETS],
     sum_nanos: AtomicU64,
 }
 
 /// A histogram's values at one moment, in the exposition's units.
 #[derive(Debug, Clone, PartialEq)]
-pub struct HistogramSnapshot {
+pub(crate) struct HistogramSnapshot {
     /// Sum of all observations, in seconds.
-    pub sum_seconds: f64,
+    pub(crate) sum_seconds: f64,
     /// Number of observations.
-    pub count: u64,
+    pub(crate) count: u64,
     /// `(upper bound in seconds, observations at or below it)`, ending with `+Inf`.
-    pub buckets: Vec<(f64, u64)>,
+    pub(crate) buckets: Vec<(f64, u64)>,
 }
 
 impl Histogram {
     /// Records one duration.
-    pub fn observe(&self, elapsed: Duration) {
+    pub(crate) fn observe(&self, elapsed: Duration) {
         let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
         let bucket = BOUNDS_NANOS.partition_point(|&bound| bound < nanos);
         self.counts[bucket].fetch_add(1, Ordering::Relaxed);
@@ -58,7 +58,7 @@ impl Histogram {
     }
 
     /// The cumulative buckets, count and sum.
-    pub fn snapshot(&self) -> HistogramSnapshot {
+    pub(crate) fn snapshot(&self) -> HistogramSnapshot {
         let mut cumulative = 0;
         let buckets = self
             .counts

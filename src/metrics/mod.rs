@@ -16,9 +16,9 @@
 //! response codes outside fixed tables share an `other` series, and the per-cluster series
 //! are capped.
 
-pub mod codes;
+pub(crate) mod codes;
 pub(crate) mod exposition;
-pub mod histogram;
+pub(crate) mod histogram;
 mod process;
 
 use std::collections::BTreeSet;
@@ -30,12 +30,13 @@ use parking_lot::Mutex;
 
 use crate::protocol::body::Name;
 
-pub use codes::{LatencyClass, RequestSeries};
-pub use histogram::Histogram;
+pub use codes::LatencyClass;
+pub(crate) use codes::RequestSeries;
+pub(crate) use histogram::Histogram;
 
 /// Why a broker left the live table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Eviction {
+pub(crate) enum Eviction {
     /// The expiry scan found it silent for longer than its timeout.
     Scan,
     /// The connection it registered on closed or failed.
@@ -66,7 +67,7 @@ impl Eviction {
 
 /// How a REGISTER_BROKER ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Registration {
+pub(crate) enum RegistrationOutcome {
     /// The body was read and applied.
     Full,
     /// The body was recognised as the one already applied and skipped.
@@ -75,25 +76,25 @@ pub enum Registration {
     Refused,
 }
 
-impl Registration {
-    const ALL: [Registration; 3] = [
-        Registration::Full,
-        Registration::Unchanged,
-        Registration::Refused,
+impl RegistrationOutcome {
+    const ALL: [RegistrationOutcome; 3] = [
+        RegistrationOutcome::Full,
+        RegistrationOutcome::Unchanged,
+        RegistrationOutcome::Refused,
     ];
 
     fn name(self) -> &'static str {
         match self {
-            Registration::Full => "full",
-            Registration::Unchanged => "unchanged",
-            Registration::Refused => "refused",
+            RegistrationOutcome::Full => "full",
+            RegistrationOutcome::Unchanged => "unchanged",
+            RegistrationOutcome::Refused => "refused",
         }
     }
 }
 
 /// Why a connection was closed as soon as it was accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// `maxConnections` were already open.
     MaxConnections,
 }
@@ -113,7 +114,7 @@ impl Refusal {
 /// How a connection's prelude (PROXY header, TLS decision, handshake) ended, when it was not
 /// simply a plaintext connection or one that closed or idled before sending anything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Prelude {
+pub enum PreludeOutcome {
     /// A TLS handshake completed.
     TlsHandshake,
     /// A TLS handshake failed (garbage ClientHello, no shared cipher, refused certificate…).
@@ -132,28 +133,28 @@ pub enum Prelude {
     ProxyNotAllowed,
 }
 
-impl Prelude {
-    const ALL: [Prelude; 8] = [
-        Prelude::TlsHandshake,
-        Prelude::TlsError,
-        Prelude::Timeout,
-        Prelude::TlsRefused,
-        Prelude::PlainRefused,
-        Prelude::ProxyHeader,
-        Prelude::ProxyMalformed,
-        Prelude::ProxyNotAllowed,
+impl PreludeOutcome {
+    const ALL: [PreludeOutcome; 8] = [
+        PreludeOutcome::TlsHandshake,
+        PreludeOutcome::TlsError,
+        PreludeOutcome::Timeout,
+        PreludeOutcome::TlsRefused,
+        PreludeOutcome::PlainRefused,
+        PreludeOutcome::ProxyHeader,
+        PreludeOutcome::ProxyMalformed,
+        PreludeOutcome::ProxyNotAllowed,
     ];
     /// The handshake failures, with their `reason` label.
-    const FAILURES: [(Prelude, &'static str); 4] = [
-        (Prelude::TlsError, "tls_error"),
-        (Prelude::Timeout, "timeout"),
-        (Prelude::ProxyMalformed, "proxy_malformed"),
-        (Prelude::ProxyNotAllowed, "proxy_not_allowed"),
+    const FAILURES: [(PreludeOutcome, &'static str); 4] = [
+        (PreludeOutcome::TlsError, "tls_error"),
+        (PreludeOutcome::Timeout, "timeout"),
+        (PreludeOutcome::ProxyMalformed, "proxy_malformed"),
+        (PreludeOutcome::ProxyNotAllowed, "proxy_not_allowed"),
     ];
     /// The mode rejections, with their `reason` label.
-    const MODE_REJECTIONS: [(Prelude, &'static str); 2] = [
-        (Prelude::TlsRefused, "tls_while_disabled"),
-        (Prelude::PlainRefused, "plaintext_while_enforcing"),
+    const MODE_REJECTIONS: [(PreludeOutcome, &'static str); 2] = [
+        (PreludeOutcome::TlsRefused, "tls_while_disabled"),
+        (PreludeOutcome::PlainRefused, "plaintext_while_enforcing"),
     ];
 }
 
@@ -188,9 +189,9 @@ pub struct Metrics {
     connections_open: AtomicI64,
     connections_accepted: AtomicU64,
     connections_refused: [AtomicU64; Refusal::ALL.len()],
-    registrations: [AtomicU64; Registration::ALL.len()],
+    registrations: [AtomicU64; RegistrationOutcome::ALL.len()],
     evictions: [AtomicU64; Eviction::ALL.len()],
-    preludes: [AtomicU64; Prelude::ALL.len()],
+    preludes: [AtomicU64; PreludeOutcome::ALL.len()],
     kv_writes: WriteStats,
     config_writes: WriteStats,
     /// Clusters that have had a series (read and written only when scraped).
@@ -200,7 +201,7 @@ pub struct Metrics {
 /// At most this many clusters get their own `cluster` series; the rest are summed under
 /// `cluster="_other"`, so brokers registering arbitrary cluster names cannot grow the
 /// exposition without bound.
-pub const MAX_CLUSTER_SERIES: usize = 100;
+pub(crate) const MAX_CLUSTER_SERIES: usize = 100;
 
 impl Default for Metrics {
     fn default() -> Self {
@@ -249,7 +250,7 @@ impl Metrics {
     }
 
     /// A durable write finished (or failed) after `elapsed`.
-    pub fn write(&self, kind: Write, elapsed: Duration, ok: bool) {
+    pub(crate) fn write(&self, kind: Write, elapsed: Duration, ok: bool) {
         let stats = match kind {
             Write::Kv => &self.kv_writes,
             Write::Config => &self.config_writes,
@@ -261,29 +262,29 @@ impl Metrics {
     }
 
     /// A REGISTER_BROKER ended as `outcome`.
-    pub fn registration(&self, outcome: Registration) {
+    pub(crate) fn registration(&self, outcome: RegistrationOutcome) {
         add(&self.registrations[outcome as usize], 1);
     }
 
     /// `brokers` left the live table for `reason`.
-    pub fn evicted(&self, reason: Eviction, brokers: usize) {
+    pub(crate) fn evicted(&self, reason: Eviction, brokers: usize) {
         if brokers > 0 {
             add(&self.evictions[reason as usize], brokers as u64);
         }
     }
 
     /// Bytes read from clients.
-    pub fn received(&self, bytes: usize) {
+    pub(crate) fn received(&self, bytes: usize) {
         add(&self.received_bytes, bytes as u64);
     }
 
     /// Bytes written to clients.
-    pub fn sent(&self, bytes: usize) {
+    pub(crate) fn sent(&self, bytes: usize) {
         add(&self.sent_bytes, bytes as u64);
     }
 
     /// A connection was refused at accept.
-    pub fn refused(&self, reason: Refusal) {
+    pub(crate) fn refused(&self, reason: Refusal) {
         add(&self.connections_refused[reason as usize], 1);
     }
 
@@ -299,23 +300,24 @@ impl Metrics {
     }
 
     /// Connections open now.
-    pub fn connections_open(&self) -> i64 {
+    pub(crate) fn connections_open(&self) -> i64 {
         self.connections_open.load(Ordering::Relaxed)
     }
 
     /// Connections accepted since start.
-    pub fn connections_accepted(&self) -> u64 {
+    pub(crate) fn connections_accepted(&self) -> u64 {
         read(&self.connections_accepted)
     }
 
     /// Connections refused since start, over all reasons.
-    pub fn connections_refused(&self) -> u64 {
+    pub(crate) fn connections_refused(&self) -> u64 {
         self.connections_refused.iter().map(read).sum()
     }
 
     /// Requests counted in `series` with `response_code` (response codes outside the fixed
     /// table count together as `other`).
-    pub fn requests(&self, series: RequestSeries, response_code: i32) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn requests(&self, series: RequestSeries, response_code: i32) -> u64 {
         read(&self.requests[usize::from(series.slot)][codes::response_slot(response_code)])
     }
 
@@ -345,24 +347,14 @@ impl Metrics {
         }
     }
 
-    /// Evictions for `reason` since start.
-    pub fn evictions(&self, reason: Eviction) -> u64 {
-        read(&self.evictions[reason as usize])
-    }
-
     /// A connection's prelude ended as `outcome`.
-    pub fn prelude(&self, outcome: Prelude) {
+    pub(crate) fn prelude(&self, outcome: PreludeOutcome) {
         add(&self.preludes[outcome as usize], 1);
     }
 
     /// Preludes that ended as `outcome` since start.
-    pub fn preludes(&self, outcome: Prelude) -> u64 {
+    pub fn preludes(&self, outcome: PreludeOutcome) -> u64 {
         read(&self.preludes[outcome as usize])
-    }
-
-    /// Registrations that ended as `outcome` since start.
-    pub fn registrations(&self, outcome: Registration) -> u64 {
-        read(&self.registrations[outcome as usize])
     }
 }
 

@@ -11,26 +11,26 @@ const TICKS_PER_SECOND: f64 = 100.0;
 
 /// What `/proc` says about this process.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub struct ProcessStats {
+pub(super) struct ProcessStats {
     /// User plus system CPU time, in seconds.
-    pub cpu_seconds: Option<f64>,
+    pub(crate) cpu_seconds: Option<f64>,
     /// Resident set size, in bytes.
-    pub resident_bytes: Option<u64>,
+    pub(crate) resident_bytes: Option<u64>,
     /// Virtual memory size, in bytes.
-    pub virtual_bytes: Option<u64>,
+    pub(crate) virtual_bytes: Option<u64>,
     /// Open file descriptors.
-    pub open_fds: Option<u64>,
+    pub(crate) open_fds: Option<u64>,
     /// The soft limit on open file descriptors.
-    pub max_fds: Option<u64>,
+    pub(crate) max_fds: Option<u64>,
     /// OS threads.
-    pub threads: Option<u64>,
+    pub(crate) threads: Option<u64>,
     /// Start time, in seconds since the Unix epoch.
-    pub start_time_seconds: Option<f64>,
+    pub(crate) start_time_seconds: Option<f64>,
 }
 
 impl ProcessStats {
     /// Reads the current figures.
-    pub fn read() -> ProcessStats {
+    pub(super) fn read() -> ProcessStats {
         let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
         let stat = fs::read_to_string("/proc/self/stat").unwrap_or_default();
         let stat = parse_stat(&stat);

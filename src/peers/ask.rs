@@ -11,18 +11,18 @@ use crate::state::peering::{NODE_FIELD, PEER_CHECK_FIELD};
 use super::LiveBroker;
 
 /// A broker group name and one of its addresses.
-pub type BrokerKey = (String, String);
+pub(super) type BrokerKey = (String, String);
 
 /// What a peer answered.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PeerView {
+pub(crate) struct PeerView {
     /// The peer is this node itself.
-    pub is_self: bool,
+    pub(crate) is_self: bool,
     /// Every broker the peer lists.
-    pub brokers: HashSet<BrokerKey>,
+    pub(crate) brokers: HashSet<BrokerKey>,
     /// The peer's data version of each of this node's brokers it lists, when the peer is a
     /// server of this implementation (`None` otherwise: see [`crate::state::peering`]).
-    pub versions: Option<HashMap<BrokerKey, DataVersion>>,
+    pub(crate) versions: Option<HashMap<BrokerKey, DataVersion>>,
 }
 
 /// Names no broker uses: the probe only asks who answers.
@@ -58,7 +58,7 @@ fn bad_answer(peer: &str, code: i32, what: String) -> CallError {
 
 /// Asks `peer` who it is, which brokers it lists and (if it is one of ours) their data
 /// versions, for the brokers of `ours` it lists.
-pub async fn ask(
+pub(super) async fn ask(
     client: &mut Client,
     peer: &str,
     me: u64,

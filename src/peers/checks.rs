@@ -21,7 +21,7 @@ const FIRST_RETRY: Duration = Duration::from_secs(1);
 const LAST_RETRY: Duration = Duration::from_secs(30);
 
 /// How long to wait before asking a peer that failed `failures` times in a row (at least 1).
-pub fn retry_after(interval: Duration, failures: u32) -> Duration {
+pub(super) fn retry_after(interval: Duration, failures: u32) -> Duration {
     let first = interval.max(FIRST_RETRY);
     let last = interval.max(LAST_RETRY);
     first
@@ -30,7 +30,7 @@ pub fn retry_after(interval: Duration, failures: u32) -> Duration {
 }
 
 /// A finished check.
-pub struct Done {
+pub(super) struct Done {
     /// The client back, unless the check was cut short (its connection is then in an
     /// unknown state and is dropped).
     client: Option<Client>,
@@ -74,7 +74,7 @@ struct Peer {
 }
 
 /// Every configured peer and the checks in flight.
-pub struct Checks {
+pub(super) struct Checks {
     me: u64,
     peers: HashMap<String, Peer>,
     asking: JoinSet<Done>,
@@ -83,7 +83,7 @@ pub struct Checks {
 
 impl Checks {
     /// No peers yet; `me` is this node's id.
-    pub fn new(me: u64) -> Checks {
+    pub(super) fn new(me: u64) -> Checks {
         Checks {
             me,
             peers: HashMap::new(),
@@ -94,7 +94,7 @@ impl Checks {
 
     /// Follows the list: new peers are due at once; peers no longer listed are dropped with
     /// their connection, and their check in flight is aborted. Whether any was dropped.
-    pub fn configure(&mut self, settings: &PeerSettings, now: Instant) -> bool {
+    pub(super) fn configure(&mut self, settings: &PeerSettings, now: Instant) -> bool {
         let before = self.peers.len();
         self.peers.retain(|name, peer| {
             let keep = settings.peers.contains(name);
@@ -118,7 +118,7 @@ impl Checks {
     }
 
     /// Starts a check of every peer that is due and not being checked.
-    pub fn start_due(&mut self, state: &Namesrv, settings: &PeerSettings, now: Instant) {
+    pub(super) fn start_due(&mut self, state: &Namesrv, settings: &PeerSettings, now: Instant) {
         let mut ours: Option<Arc<Vec<LiveBroker>>> = None;
         for (name, peer) in &mut self.peers {
             if peer.asking.is_some() || peer.due > now {
@@ -144,17 +144,17 @@ impl Checks {
     }
 
     /// Whether a check is in flight.
-    pub fn in_flight(&self) -> bool {
+    pub(super) fn in_flight(&self) -> bool {
         !self.asking.is_empty()
     }
 
     /// The next check to end (`None` once none is in flight).
-    pub async fn join_next(&mut self) -> Option<Result<(Id, Done), JoinError>> {
+    pub(super) async fn join_next(&mut self) -> Option<Result<(Id, Done), JoinError>> {
         self.asking.join_next_with_id().await
     }
 
     /// When the next peer not being checked is due.
-    pub fn next_due(&self) -> Option<Instant> {
+    pub(super) fn next_due(&self) -> Option<Instant> {
         (self.peers.values())
             .filter(|p| p.asking.is_none())
             .map(|p| p.due)
@@ -163,7 +163,7 @@ impl Checks {
 
     /// Takes in what a check found (an aborted one, for a peer since removed, is ignored;
     /// one that panicked counts as a failure) and schedules the peer's next check.
-    pub fn finish(
+    pub(super) fn finish(
         &mut self,
         done: Result<(Id, Done), JoinError>,
         settings: &PeerSettings,
@@ -222,7 +222,7 @@ impl Checks {
     }
 
     /// The report: every peer checked at least once, and the lasting differences.
-    pub fn report(&mut self, now: Instant, after: Duration) -> PeerReport {
+    pub(super) fn report(&mut self, now: Instant, after: Duration) -> PeerReport {
         let mut peers: Vec<PeerState> =
             self.peers.values().filter_map(|p| p.last.clone()).collect();
         peers.sort_by(|a, b| a.peer.cmp(&b.peer));

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use super::PeerView;
 use crate::protocol::body::DataVersion;
 use crate::state::peering::{Difference, Divergence};
-pub use crate::state::route_table::parts::LiveBroker;
+pub(crate) use crate::state::route_table::parts::LiveBroker;
 
 /// Whether `there` is an older data version than `here`.
 fn older(there: &DataVersion, here: &DataVersion) -> bool {
@@ -18,7 +18,10 @@ fn older(there: &DataVersion, here: &DataVersion) -> bool {
 }
 
 /// How `view` differs from `ours`: each of our brokers the peer lacks or holds older.
-pub fn differences(ours: &[LiveBroker], view: &PeerView) -> Vec<(String, String, Difference)> {
+pub(crate) fn differences(
+    ours: &[LiveBroker],
+    view: &PeerView,
+) -> Vec<(String, String, Difference)> {
     let mut found = Vec::new();
     for b in ours {
         let key = b.key();
@@ -37,14 +40,19 @@ type Key = (String, String, String, Difference);
 
 /// When each current difference was first seen, and which were reported.
 #[derive(Debug, Default)]
-pub struct Tracker {
+pub(crate) struct Tracker {
     since: HashMap<Key, (Instant, bool)>,
 }
 
 impl Tracker {
     /// Records a round's differences with `peer`; those no longer seen end (logged if they
     /// had been reported).
-    pub fn observe(&mut self, peer: &str, found: Vec<(String, String, Difference)>, now: Instant) {
+    pub(crate) fn observe(
+        &mut self,
+        peer: &str,
+        found: Vec<(String, String, Difference)>,
+        now: Instant,
+    ) {
         let current: Vec<Key> = found
             .into_iter()
             .map(|(name, addr, d)| (peer.to_owned(), name, addr, d))
@@ -62,18 +70,18 @@ impl Tracker {
     }
 
     /// Drops what is known about `peer` (it could not be asked).
-    pub fn forget(&mut self, peer: &str) {
+    pub(crate) fn forget(&mut self, peer: &str) {
         self.since.retain(|key, _| key.0 != peer);
     }
 
     /// Drops peers no longer configured.
-    pub fn retain_peers(&mut self, peers: &[String]) {
+    pub(crate) fn retain_peers(&mut self, peers: &[String]) {
         self.since.retain(|key, _| peers.contains(&key.0));
     }
 
     /// The differences that lasted at least `after` at `now`; each is logged once, when it
     /// first qualifies.
-    pub fn report(&mut self, now: Instant, after: Duration) -> Vec<Divergence> {
+    pub(crate) fn report(&mut self, now: Instant, after: Duration) -> Vec<Divergence> {
         let mut out = Vec::new();
         for (key, (since, reported)) in &mut self.since {
             if now.saturating_duration_since(*since) < after {

@@ -34,9 +34,9 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Settings;
 use crate::remoting_client::ClientOptions;
 use crate::state::Namesrv;
-pub use ask::PeerView;
+pub(crate) use ask::PeerView;
 use checks::Checks;
-pub use compare::{LiveBroker, Tracker, differences};
+pub(crate) use compare::{LiveBroker, Tracker, differences};
 
 /// Longest a peer gets to answer one request.
 const MAX_REQUEST_TIME: Duration = Duration::from_secs(3);
@@ -45,20 +45,20 @@ const STEPS_PER_CHECK: u32 = 4;
 
 /// The peer-check settings in force now.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PeerSettings {
+pub(crate) struct PeerSettings {
     /// The cluster's name servers (this one may be among them), each once.
-    pub peers: Vec<String>,
+    pub(crate) peers: Vec<String>,
     /// Time between rounds.
-    pub interval: Duration,
+    pub(crate) interval: Duration,
     /// How long a difference must last to be reported.
-    pub divergence_after: Duration,
+    pub(crate) divergence_after: Duration,
     /// Largest answer accepted from a peer.
-    pub max_answer_bytes: usize,
+    pub(crate) max_answer_bytes: usize,
 }
 
 impl PeerSettings {
     /// The settings `s` hold.
-    pub fn from_settings(s: &Settings) -> PeerSettings {
+    pub(crate) fn from_settings(s: &Settings) -> PeerSettings {
         let mut peers: Vec<String> = Vec::new();
         for peer in s.namesrv_peers.value().entries() {
             if !peers.iter().any(|p| p == peer) {
@@ -78,12 +78,12 @@ impl PeerSettings {
     }
 
     /// How long one answer (or the connection) may take.
-    pub fn request_wait(&self) -> Duration {
+    pub(crate) fn request_wait(&self) -> Duration {
         self.interval.min(MAX_REQUEST_TIME)
     }
 
     /// How long one check of one peer may take, all its requests together.
-    pub fn check_wait(&self) -> Duration {
+    pub(crate) fn check_wait(&self) -> Duration {
         self.request_wait() * STEPS_PER_CHECK
     }
 
@@ -111,7 +111,7 @@ impl PeerSettings {
 /// Runs the peer checks until `cancel` fires. Settings are read at least once an interval
 /// and after every check, so an UPDATE_NAMESRV_CONFIG or a reload changes the peers from
 /// then on. The checks in flight are owned here and end with it.
-pub async fn run(state: Namesrv, cancel: CancellationToken) {
+pub(crate) async fn run(state: Namesrv, cancel: CancellationToken) {
     let mut checks = Checks::new(state.node_id());
     loop {
         let settings = PeerSettings::from_settings(&state.config().settings);

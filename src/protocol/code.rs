@@ -7,7 +7,7 @@
 
 /// Request codes the name server serves on its listening port (RocketMQ 5.x `RequestCode`).
 pub mod request {
-    #![allow(missing_docs)] // the names are RocketMQ's own; see NAMESRV.md §1.1
+    #![allow(missing_docs)] // the names are Java's `RequestCode` constants
     pub const PUT_KV_CONFIG: i32 = 100;
     pub const GET_KV_CONFIG: i32 = 101;
     pub const DELETE_KV_CONFIG: i32 = 102;
@@ -40,7 +40,7 @@ pub mod response {
     /// Handler failure, bad input, a disabled feature, or a server that is not ready.
     pub const SYSTEM_ERROR: i32 = 1;
     /// The server is overloaded.
-    pub const SYSTEM_BUSY: i32 = 2;
+    pub(crate) const SYSTEM_BUSY: i32 = 2;
     /// The request code is not one the server handles.
     pub const REQUEST_CODE_NOT_SUPPORTED: i32 = 3;
     /// UPDATE_NAMESRV_CONFIG touched a black-listed key.
@@ -54,18 +54,18 @@ pub mod response {
     pub const GO_AWAY: i32 = 1500;
 }
 
-/// `MQVersion.Version` ordinals that change the name server's behaviour (PROTOCOL.md §6).
+/// `MQVersion.Version` ordinals that change the name server's behaviour.
 pub mod version {
     /// `V3_0_11`: from here on REGISTER_BROKER carries a `RegisterBrokerBody`.
-    pub const V3_0_11: i32 = 37;
+    pub(crate) const V3_0_11: i32 = 37;
     /// `V4_9_4`: from here on route bodies are written as standard JSON.
-    pub const V4_9_4: i32 = 401;
+    pub(crate) const V4_9_4: i32 = 401;
     /// `V5_0_0`: compressed registration bodies carry the static-topic mapping section.
-    pub const V5_0_0: i32 = 413;
+    pub(crate) const V5_0_0: i32 = 413;
     /// `V5_3_1`: a server shutting down gracefully answers `GO_AWAY` only to newer clients.
-    pub const V5_3_1: i32 = 475;
+    pub(crate) const V5_3_1: i32 = 475;
     /// `V5_3_3`: the version this server stamps on its responses, as Java 5.3.3 does.
-    pub const CURRENT: i32 = 479;
+    pub(crate) const CURRENT: i32 = 479;
 
     /// Releases after `V3_0_0_FINAL` (ordinal 15), in enum order: each patch `x.y.z` of a
     /// run `(x, y, first z, last z)` has a `_SNAPSHOT` ordinal followed by its own.
@@ -86,7 +86,7 @@ pub mod version {
 
     /// The `MQVersion.Version` constant name of an ordinal (`V5_3_3` for 479), as Java's
     /// `MQVersion.getVersionDesc` gives it; ordinals past the table are `HIGHER_VERSION`.
-    pub fn name(ordinal: i32) -> String {
+    pub(crate) fn name(ordinal: i32) -> String {
         const EARLY: [&str; 16] = [
             "V3_0_0_SNAPSHOT",
             "V3_0_0_ALPHA1",
@@ -154,7 +154,7 @@ impl SerializeType {
     }
 
     /// The type for a wire byte, if it is one of the two known ones.
-    pub fn from_code(code: u8) -> Option<Self> {
+    pub(crate) fn from_code(code: u8) -> Option<Self> {
         match code {
             0 => Some(SerializeType::Json),
             1 => Some(SerializeType::RocketMq),
@@ -185,34 +185,21 @@ impl SerializeType {
 /// The sender's implementation language (`LanguageCode`): a name in JSON headers, a byte in
 /// binary ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)] // the variants are Java's `LanguageCode` constants
 pub enum LanguageCode {
-    #[allow(missing_docs)]
     Java,
-    #[allow(missing_docs)]
     Cpp,
-    #[allow(missing_docs)]
     Dotnet,
-    #[allow(missing_docs)]
     Python,
-    #[allow(missing_docs)]
     Delphi,
-    #[allow(missing_docs)]
     Erlang,
-    #[allow(missing_docs)]
     Ruby,
-    #[allow(missing_docs)]
     Other,
-    #[allow(missing_docs)]
     Http,
-    #[allow(missing_docs)]
     Go,
-    #[allow(missing_docs)]
     Php,
-    #[allow(missing_docs)]
     Oms,
-    #[allow(missing_docs)]
     Rust,
-    #[allow(missing_docs)]
     NodeJs,
 }
 
@@ -235,7 +222,8 @@ const LANGUAGES: [(LanguageCode, &str); 14] = [
 
 impl LanguageCode {
     /// All known codes, in byte order.
-    pub const ALL: [LanguageCode; 14] = [
+    #[cfg(test)]
+    pub(crate) const ALL: [LanguageCode; 14] = [
         LanguageCode::Java,
         LanguageCode::Cpp,
         LanguageCode::Dotnet,
@@ -258,17 +246,17 @@ impl LanguageCode {
     }
 
     /// The code for a binary-header byte; unknown bytes have no language, as in Java.
-    pub fn from_code(code: u8) -> Option<Self> {
+    pub(crate) fn from_code(code: u8) -> Option<Self> {
         LANGUAGES.get(code as usize).map(|(lang, _)| *lang)
     }
 
     /// The enum name used in JSON headers.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         LANGUAGES[self as usize].1
     }
 
     /// The code for a JSON-header name; unknown names have no language, as in Java.
-    pub fn from_name(name: &str) -> Option<Self> {
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
         LANGUAGES
             .iter()
             .find(|(_, n)| *n == name)

@@ -105,7 +105,7 @@ impl ExtFields {
 
     /// Whether a key was repeated in the pairs these fields were decoded from
     /// ([`ExtFields::from_pairs`]); later [`ExtFields::insert`]s do not count.
-    pub fn had_repeated_keys(&self) -> bool {
+    pub(crate) fn had_repeated_keys(&self) -> bool {
         self.repeated
     }
 
@@ -194,7 +194,7 @@ impl RemotingCommand {
 
     /// Replaces the ext fields (`Some` even when empty: Java writes `"extFields":{}` for a
     /// response created with a header class).
-    pub fn with_ext_fields(mut self, fields: ExtFields) -> Self {
+    pub(crate) fn with_ext_fields(mut self, fields: ExtFields) -> Self {
         self.ext_fields = Some(fields);
         self
     }

@@ -2,7 +2,7 @@
 //! [`RemotingCommand`] and back. Pure functions over buffers; no I/O happens here.
 //!
 //! A partial frame is `Ok(None)`, not an error. Every error means the stream can no longer be
-//! trusted: the connection is closed without a reply (PROTOCOL.md §1.3).
+//! trusted: the connection is closed without a reply, as Java's `NettyDecoder#decode` does.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
@@ -13,7 +13,7 @@ use super::header_json::{self, JsonHeaderError};
 
 /// Java's default `com.rocketmq.remoting.frameMaxLength`: the largest frame counting its
 /// 4-byte length prefix. The largest accepted length field is 4 less (16 777 212).
-pub const DEFAULT_FRAME_MAX_LENGTH: usize = 16 * 1024 * 1024;
+pub(crate) const DEFAULT_FRAME_MAX_LENGTH: usize = 16 * 1024 * 1024;
 
 /// Limits applied while splitting frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,7 +135,8 @@ pub fn encode_frame(cmd: &RemotingCommand, serialize_type: SerializeType, out: &
 }
 
 /// Encodes `cmd` into a fresh buffer.
-pub fn encode_to_bytes(cmd: &RemotingCommand, serialize_type: SerializeType) -> Bytes {
+#[cfg(test)]
+pub(crate) fn encode_to_bytes(cmd: &RemotingCommand, serialize_type: SerializeType) -> Bytes {
     let mut out = BytesMut::new();
     encode_frame(cmd, serialize_type, &mut out);
     out.freeze()
@@ -151,7 +152,7 @@ mod tests {
             .collect()
     }
 
-    /// PROTOCOL.md §9.4, ROCKETMQ form of the unknown-code answer.
+    /// The unknown-code answer in the binary ROCKETMQ header form.
     const UNKNOWN_CODE_BINARY: &str = "00 00 00 38 01 00 00 34 00 03 00 01 df 00 00 00
         07 00 00 00 01 00 00 00 1f 20 72 65 71 75 65 73 74 20 74 79 70 65 20 39 39 39 20 6e
         6f 74 20 73 75 70 70 6f 72 74 65 64 00 00 00 00";
@@ -172,7 +173,7 @@ mod tests {
         assert_eq!(back, cmd);
     }
 
-    /// PROTOCOL.md §9.3: the answer to 9.1 with a standard-JSON route body, 368 bytes.
+    /// The answer to the route request above with a standard-JSON route body, 368 bytes.
     const ROUTE_RESPONSE: &str = "00 00 01 6c 00 00 00 5f 7b 22 63 6f 64 65 22 3a
         30 2c 22 66 6c 61 67 22 3a 31 2c 22 6c 61 6e 67 75 61 67 65 22 3a 22 4a 41 56 41 22 2c
         22 6f 70 61 71 75 65 22 3a 31 2c 22 73 65 72 69 61 6c 69 7a 65 54 79 70 65 43 75 72 72

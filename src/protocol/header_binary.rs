@@ -1,4 +1,5 @@
-//! The binary ROCKETMQ header encoding (serialize type 1), PROTOCOL.md §3.
+//! The binary ROCKETMQ header encoding (serialize type 1): Java's
+//! `RocketMQSerializable#rocketMQProtocolEncode` / `#rocketMQProtocolDecode`.
 //!
 //! ```text
 //! offset 0  i16 code | 2 u8 language | 3 i16 version | 5 i32 opaque | 9 i32 flag
@@ -150,7 +151,7 @@ pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) {
 mod tests {
     use super::*;
 
-    /// PROTOCOL.md §9.2: the 41-byte header of a route request for `TopicTest`.
+    /// The 41-byte binary header of a route request for `TopicTest`.
     const ROUTE_REQUEST: [u8; 41] = [
         0x00, 0x69, 0x00, 0x01, 0xdf, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
         0x00, 0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x05, b't', b'o', b'p', b'i', b'c', 0x00, 0x00,

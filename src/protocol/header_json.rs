@@ -1,5 +1,6 @@
 //! The JSON header encoding (serialize type 0), read with fastjson's leniency and written the
-//! way Java 5.x writes it (PROTOCOL.md §2).
+//! way Java 5.x writes it (`RemotingCommand#headerEncode` / `#headerDecode` with
+//! `SerializeType.JSON`).
 //!
 //! Reading: properties in any order, unknown properties ignored, a repeated property keeps its
 //! last value, numbers given as strings accepted, `remark` absent/null/"" all fine, `extFields`

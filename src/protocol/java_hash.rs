@@ -9,20 +9,20 @@
 //! the common cases, which keeps golden-file comparisons meaningful.
 
 /// Java's `String.hashCode()`: `s[0]*31^(n-1) + … + s[n-1]` over UTF-16 code units.
-pub fn string_hash(s: &str) -> i32 {
+pub(crate) fn string_hash(s: &str) -> i32 {
     s.encode_utf16()
         .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(unit as i32))
 }
 
 /// Java's `Long.hashCode()`.
-pub fn long_hash(v: i64) -> i32 {
+pub(crate) fn long_hash(v: i64) -> i32 {
     (v ^ ((v as u64) >> 32) as i64) as i32
 }
 
 /// Which Java table implementation a collection is, since they resize at slightly different
 /// sizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Table {
+pub(crate) enum Table {
     /// `HashMap` / `HashSet` created with the given initial capacity (16 by default):
     /// resizes when the size exceeds 0.75 × capacity.
     HashMap(usize),
@@ -33,10 +33,10 @@ pub enum Table {
 
 impl Table {
     /// A `HashMap` built by `new HashMap<>()` or `new HashSet<>()`.
-    pub const DEFAULT: Table = Table::HashMap(16);
+    pub(crate) const DEFAULT: Table = Table::HashMap(16);
 
     /// The table size Java would have after inserting `len` entries.
-    pub fn capacity(self, len: usize) -> usize {
+    pub(crate) fn capacity(self, len: usize) -> usize {
         let (mut cap, concurrent) = match self {
             Table::HashMap(initial) => (initial.max(1).next_power_of_two(), false),
             Table::Concurrent(initial) => (initial.max(1).next_power_of_two(), true),
@@ -56,7 +56,8 @@ impl Table {
     }
 
     /// The `ConcurrentHashMap(int)` constructor's table size for `initial_capacity`.
-    pub fn concurrent_with_capacity(initial_capacity: usize) -> Table {
+    #[cfg(test)]
+    pub(crate) fn concurrent_with_capacity(initial_capacity: usize) -> Table {
         let size = 1 + initial_capacity * 4 / 3;
         Table::Concurrent(size.next_power_of_two())
     }
@@ -70,20 +71,24 @@ fn spread(hash: i32) -> usize {
 }
 
 /// The bucket of a key with Java hash `hash` in a table of `cap` (a power of two) buckets.
-pub fn bucket(hash: i32, cap: usize) -> usize {
+pub(crate) fn bucket(hash: i32, cap: usize) -> usize {
     spread(hash) & (cap - 1)
 }
 
 /// Sorts `items` into the iteration order of a Java table of kind `table` holding them, keyed
 /// by the Java hash of each item's key. The sort is stable, so same-bucket items keep the
 /// caller's order.
-pub fn sort_by_java_order<T>(items: &mut [T], table: Table, hash: impl Fn(&T) -> i32) {
+pub(crate) fn sort_by_java_order<T>(items: &mut [T], table: Table, hash: impl Fn(&T) -> i32) {
     let cap = table.capacity(items.len());
     items.sort_by_cached_key(|item| bucket(hash(item), cap));
 }
 
 /// Sorts strings (or things keyed by one) into Java iteration order.
-pub fn sort_strings_by_java_order<T>(items: &mut [T], table: Table, key: impl Fn(&T) -> &str) {
+pub(crate) fn sort_strings_by_java_order<T>(
+    items: &mut [T],
+    table: Table,
+    key: impl Fn(&T) -> &str,
+) {
     sort_by_java_order(items, table, |item| string_hash(key(item)));
 }
 
@@ -94,7 +99,11 @@ pub fn sort_strings_by_java_order<T>(items: &mut [T], table: Table, key: impl Fn
 /// size) each bucket is split in two: the run of entries at its end that all go the same way
 /// keeps its order, and the entries before it are prepended one by one, so they come out
 /// reversed. (Buckets of eight or more entries, which Java turns into trees, are not modelled.)
-pub fn concurrent_order<T>(items: Vec<T>, initial: usize, hash: impl Fn(&T) -> i32) -> Vec<T> {
+pub(crate) fn concurrent_order<T>(
+    items: Vec<T>,
+    initial: usize,
+    hash: impl Fn(&T) -> i32,
+) -> Vec<T> {
     let mut n = initial.max(1).next_power_of_two();
     if items.len() < n - n / 4 {
         // No resize: bucket order, insertion order within a bucket.

@@ -1,6 +1,6 @@
 //! A small JSON writer that reproduces the two output styles of the Java name server's
 //! fastjson: the default ("legacy") writer and the "standard" one used for route data sent to
-//! clients of version 4.9.4 and later (JSON.md §1).
+//! clients of version 4.9.4 and later (`ClientRequestProcessor#getRouteInfoByTopic`).
 //!
 //! Everything the server emits is written through this module, never through `serde_json`, so
 //! property order, null omission, numeric map keys and escaping are under our control and no
@@ -32,30 +32,30 @@ impl<'a> JsonWriter<'a> {
     }
 
     /// The style this writer uses.
-    pub fn style(&self) -> JsonStyle {
+    pub(crate) fn style(&self) -> JsonStyle {
         self.style
     }
 
     /// Writes one punctuation byte (`{`, `}`, `[`, `]`, `,`).
-    pub fn punct(&mut self, b: u8) {
+    pub(crate) fn punct(&mut self, b: u8) {
         self.out.push(b);
     }
 
     /// Writes `"name":`; `name` must not need escaping (property names are ours).
-    pub fn key(&mut self, name: &str) {
+    pub(crate) fn key(&mut self, name: &str) {
         self.out.push(b'"');
         self.out.extend_from_slice(name.as_bytes());
         self.out.extend_from_slice(b"\":");
     }
 
     /// Writes a string map key followed by `:`.
-    pub fn str_key(&mut self, key: &str) {
+    pub(crate) fn str_key(&mut self, key: &str) {
         self.string(key);
         self.out.push(b':');
     }
 
     /// Writes a numeric map key: `0:` in legacy style, `"0":` in standard style.
-    pub fn num_key(&mut self, key: i64) {
+    pub(crate) fn num_key(&mut self, key: i64) {
         let mut buf = itoa::Buffer::new();
         let text = buf.format(key);
         match self.style {
@@ -70,7 +70,7 @@ impl<'a> JsonWriter<'a> {
     }
 
     /// Writes a JSON number (a quoted one for unsafe longs in standard style).
-    pub fn int(&mut self, value: i64) {
+    pub(crate) fn int(&mut self, value: i64) {
         let mut buf = itoa::Buffer::new();
         let text = buf.format(value);
         if self.style == JsonStyle::Standard && !(-MAX_SAFE_LONG..=MAX_SAFE_LONG).contains(&value) {
@@ -83,13 +83,13 @@ impl<'a> JsonWriter<'a> {
     }
 
     /// Writes `true` or `false`.
-    pub fn bool(&mut self, value: bool) {
+    pub(crate) fn bool(&mut self, value: bool) {
         self.out
             .extend_from_slice(if value { b"true" } else { b"false" });
     }
 
     /// Writes a quoted, escaped string.
-    pub fn string(&mut self, s: &str) {
+    pub(crate) fn string(&mut self, s: &str) {
         self.out.push(b'"');
         match self.style {
             JsonStyle::Legacy => escape_legacy(self.out, s),
@@ -99,7 +99,7 @@ impl<'a> JsonWriter<'a> {
     }
 
     /// Writes a `["a","b"]` array of strings.
-    pub fn string_array<'s>(&mut self, items: impl IntoIterator<Item = &'s str>) {
+    pub(crate) fn string_array<'s>(&mut self, items: impl IntoIterator<Item = &'s str>) {
         self.out.push(b'[');
         for (i, item) in items.into_iter().enumerate() {
             if i > 0 {
@@ -111,7 +111,7 @@ impl<'a> JsonWriter<'a> {
     }
 
     /// Writes bytes that are already valid JSON in this style.
-    pub fn raw(&mut self, json: &[u8]) {
+    pub(crate) fn raw(&mut self, json: &[u8]) {
         self.out.extend_from_slice(json);
     }
 }

@@ -10,7 +10,7 @@
 //! offset 8+h body             the rest; its format depends on the request code
 //! ```
 //!
-//! All integers are big-endian. [`frame`] splits the stream and builds [`RemotingCommand`]s,
+//! All integers are big-endian. `frame` splits the stream and builds [`RemotingCommand`]s,
 //! [`header_json`] and [`header_binary`] are the two header encodings, [`code`] holds the
 //! numeric vocabulary, [`json`] writes JSON exactly like the Java server's fastjson, and
 //! [`body`] holds the typed bodies of the name server's requests and responses. Nothing in
@@ -19,13 +19,14 @@
 pub mod body;
 pub mod code;
 pub mod command;
-pub mod frame;
+pub(crate) mod frame;
 pub mod header_binary;
 pub mod header_json;
-pub mod java_hash;
+pub(crate) mod java_hash;
 pub mod json;
 pub mod signature;
 
 pub use code::{LanguageCode, SerializeType};
 pub use command::{ExtFields, RemotingCommand};
-pub use frame::{DecodeError, FrameLimits, decode_frame, encode_frame, split_frame};
+pub(crate) use frame::DecodeError;
+pub use frame::{FrameLimits, decode_frame, encode_frame, split_frame};

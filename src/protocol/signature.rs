@@ -1,4 +1,4 @@
-//! The request-signing rule of RocketMQ's `AclClientRPCHook` (AUTH.md §1), shared by the
+//! The request-signing rule of RocketMQ's `AclClientRPCHook` (`AclUtils#calSignature`), shared by the
 //! server's verifier and by clients that sign (the admin tool).
 //!
 //! A signer adds ext field [`ACCESS_KEY`] (and [`SECURITY_TOKEN`] when it has one), sorts every
@@ -152,7 +152,7 @@ mod tests {
     }
 }
 
-/// AUTH.md §1.5's worked examples (secret key [`worked_examples::SECRET`]), shared by the
+/// Worked examples of the signature (secret key [`worked_examples::SECRET`]), shared by the
 /// signer's tests here and the verifier's in `auth`.
 #[cfg(test)]
 pub(crate) mod worked_examples {

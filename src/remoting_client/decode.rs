@@ -13,11 +13,11 @@ use crate::protocol::body::lenient;
 /// Why a body could not be read.
 #[derive(Debug, thiserror::Error)]
 #[error("{what}: {detail}")]
-pub struct BodyError {
+pub(crate) struct BodyError {
     /// Which body.
-    pub what: &'static str,
+    pub(crate) what: &'static str,
     /// The parser's message.
-    pub detail: String,
+    pub(crate) detail: String,
 }
 
 fn parse<T: DeserializeOwned>(what: &'static str, body: &[u8]) -> Result<T, BodyError> {
@@ -31,7 +31,7 @@ fn parse<T: DeserializeOwned>(what: &'static str, body: &[u8]) -> Result<T, Body
 
 /// A JSON object's entries in document order (a `null` object reads as empty).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ordered<T>(pub Vec<(String, T)>);
+pub(crate) struct Ordered<T>(pub Vec<(String, T)>);
 
 impl<T> Default for Ordered<T> {
     fn default() -> Self {
@@ -41,7 +41,7 @@ impl<T> Default for Ordered<T> {
 
 impl<T> Ordered<T> {
     /// The value of `key`.
-    pub fn get(&self, key: &str) -> Option<&T> {
+    pub(crate) fn get(&self, key: &str) -> Option<&T> {
         self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 }
@@ -92,28 +92,28 @@ fn string_or_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> 
 /// One broker group as a client reads it (`BrokerData`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct BrokerInfo {
+pub(crate) struct BrokerInfo {
     /// The cluster.
     #[serde(default, deserialize_with = "string_or_empty")]
-    pub cluster: String,
+    pub(crate) cluster: String,
     /// The group's name.
     #[serde(default, deserialize_with = "string_or_empty")]
-    pub broker_name: String,
+    pub(crate) broker_name: String,
     /// Broker id → address, in document order.
     #[serde(default)]
-    pub broker_addrs: Ordered<String>,
+    pub(crate) broker_addrs: Ordered<String>,
     /// Slave-acting-master mode.
     #[serde(default, deserialize_with = "lenient::bool_or_false")]
-    pub enable_acting_master: bool,
+    pub(crate) enable_acting_master: bool,
     /// The zone, if any.
     #[serde(default, deserialize_with = "lenient::opt_string")]
-    pub zone_name: Option<String>,
+    pub(crate) zone_name: Option<String>,
 }
 
 impl BrokerInfo {
     /// `(id, address)` pairs in Java `HashMap<Long, String>` order; keys that are not numbers
     /// (never sent by a name server) are skipped.
-    pub fn addrs(&self) -> Vec<(i64, &str)> {
+    pub(crate) fn addrs(&self) -> Vec<(i64, &str)> {
         let mut out: Vec<(i64, &str)> = self
             .broker_addrs
             .0
@@ -129,7 +129,7 @@ impl BrokerInfo {
     }
 
     /// The master's address, else any address (Java's `selectBrokerAddr`, minus randomness).
-    pub fn select_addr(&self) -> Option<&str> {
+    pub(crate) fn select_addr(&self) -> Option<&str> {
         let addrs = self.addrs();
         addrs
             .iter()
@@ -142,13 +142,13 @@ impl BrokerInfo {
 /// The body of GET_BROKER_CLUSTER_INFO.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ClusterInfo {
+pub(crate) struct ClusterInfo {
     /// Broker name → group.
     #[serde(default)]
-    pub broker_addr_table: Ordered<BrokerInfo>,
+    pub(crate) broker_addr_table: Ordered<BrokerInfo>,
     /// Cluster name → broker names.
     #[serde(default)]
-    pub cluster_addr_table: Ordered<Vec<String>>,
+    pub(crate) cluster_addr_table: Ordered<Vec<String>>,
 }
 
 impl ClusterInfo {
@@ -161,43 +161,43 @@ impl ClusterInfo {
 /// One broker group's queues of a topic (`QueueData`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct QueueInfo {
+pub(crate) struct QueueInfo {
     /// The broker group.
     #[serde(default, deserialize_with = "string_or_empty")]
-    pub broker_name: String,
+    pub(crate) broker_name: String,
     /// Readable queues.
     #[serde(default, deserialize_with = "lenient::i32_or_zero")]
-    pub read_queue_nums: i32,
+    pub(crate) read_queue_nums: i32,
     /// Writable queues.
     #[serde(default, deserialize_with = "lenient::i32_or_zero")]
-    pub write_queue_nums: i32,
+    pub(crate) write_queue_nums: i32,
     /// Permission bits.
     #[serde(default, deserialize_with = "lenient::i32_or_zero")]
-    pub perm: i32,
+    pub(crate) perm: i32,
     /// `TopicSysFlag` bits.
     #[serde(default, deserialize_with = "lenient::i32_or_zero")]
-    pub topic_sys_flag: i32,
+    pub(crate) topic_sys_flag: i32,
 }
 
 /// The body of GET_ROUTEINFO_BY_TOPIC (`TopicRouteData`).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RouteInfo {
+pub(crate) struct RouteInfo {
     /// Broker groups serving the topic.
     #[serde(default)]
-    pub broker_datas: Vec<BrokerInfo>,
+    pub(crate) broker_datas: Vec<BrokerInfo>,
     /// Queues per broker group.
     #[serde(default)]
-    pub queue_datas: Vec<QueueInfo>,
+    pub(crate) queue_datas: Vec<QueueInfo>,
     /// Filter servers by broker address.
     #[serde(default)]
-    pub filter_server_table: Ordered<Option<Vec<String>>>,
+    pub(crate) filter_server_table: Ordered<Option<Vec<String>>>,
     /// `brokerName:queueNum;…` of an order topic.
     #[serde(default, deserialize_with = "lenient::opt_string")]
-    pub order_topic_conf: Option<String>,
+    pub(crate) order_topic_conf: Option<String>,
     /// Static-topic mappings, kept as JSON.
     #[serde(default)]
-    pub topic_queue_mapping_by_broker: Option<serde_json::Value>,
+    pub(crate) topic_queue_mapping_by_broker: Option<serde_json::Value>,
 }
 
 impl RouteInfo {
@@ -215,7 +215,7 @@ struct TopicListWire {
 }
 
 /// The topics of a `TopicList` body, in document order.
-pub fn topic_list(body: &[u8]) -> Result<Vec<String>, BodyError> {
+pub(crate) fn topic_list(body: &[u8]) -> Result<Vec<String>, BodyError> {
     Ok(parse::<TopicListWire>("topic list", body)?.topic_list)
 }
 
@@ -226,7 +226,7 @@ struct KvTableWire {
 }
 
 /// The entries of a `KVTable` body (`{"table":{…}}`), in document order.
-pub fn kv_table(body: &[u8]) -> Result<Vec<(String, String)>, BodyError> {
+pub(crate) fn kv_table(body: &[u8]) -> Result<Vec<(String, String)>, BodyError> {
     let wire: KvTableWire = parse("KV table", body)?;
     Ok(wire
         .table
@@ -244,7 +244,7 @@ struct GroupListWire {
 }
 
 /// The groups of a `GroupList` body.
-pub fn group_list(body: &[u8]) -> Result<Vec<String>, BodyError> {
+pub(crate) fn group_list(body: &[u8]) -> Result<Vec<String>, BodyError> {
     Ok(parse::<GroupListWire>("group list", body)?.group_list)
 }
 

@@ -6,7 +6,7 @@ use crate::protocol::code::request;
 
 /// What went wrong with one request to one server.
 #[derive(Debug, thiserror::Error)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// No TCP connection could be made.
     #[error("connect failed: {0}")]
     Connect(std::io::Error),
@@ -37,7 +37,7 @@ pub enum Failure {
 
 impl Failure {
     /// Whether the server answered (and said no), as opposed to not being reachable.
-    pub fn is_refusal(&self) -> bool {
+    pub(crate) fn is_refusal(&self) -> bool {
         matches!(self, Failure::Refused { .. } | Failure::BadAnswer(_))
     }
 }
@@ -45,13 +45,13 @@ impl Failure {
 /// A failed request: which server, which request, what happened.
 #[derive(Debug, thiserror::Error)]
 #[error("{server}: {} ({code}): {failure}", request_name(*code))]
-pub struct CallError {
+pub(crate) struct CallError {
     /// The server's address.
-    pub server: String,
+    pub(crate) server: String,
     /// The request code.
-    pub code: i32,
+    pub(crate) code: i32,
     /// What happened.
-    pub failure: Failure,
+    pub(crate) failure: Failure,
 }
 
 /// A remark on one line: Java's remarks may carry a `\nSee <FAQ url>` tail.
@@ -64,7 +64,7 @@ fn one_line(text: &str) -> String {
 }
 
 /// RocketMQ's name for the request codes this client's users send (`REQUEST` for others).
-pub fn request_name(code: i32) -> &'static str {
+pub(super) fn request_name(code: i32) -> &'static str {
     match code {
         request::PUT_KV_CONFIG => "PUT_KV_CONFIG",
         request::GET_KV_CONFIG => "GET_KV_CONFIG",
@@ -86,6 +86,6 @@ pub fn request_name(code: i32) -> &'static str {
 }
 
 /// Broker request: runtime statistics (`clusterList` asks every broker it lists).
-pub const GET_BROKER_RUNTIME_INFO: i32 = 28;
+pub(crate) const GET_BROKER_RUNTIME_INFO: i32 = 28;
 /// Broker request: consumer groups of a topic (`topicList -c`).
-pub const QUERY_TOPIC_CONSUME_BY_WHO: i32 = 300;
+pub(crate) const QUERY_TOPIC_CONSUME_BY_WHO: i32 = 300;

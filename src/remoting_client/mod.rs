@@ -9,7 +9,7 @@
 //! server and the request, so a caller can report it in one line and choose what to do. The
 //! byte stream is opened in one place, `connect`; a TLS stream plugs in there.
 
-pub mod decode;
+pub(crate) mod decode;
 mod error;
 
 use std::collections::HashMap;
@@ -21,9 +21,7 @@ use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 use tokio::time::{Instant, timeout, timeout_at};
 
-pub use error::{
-    CallError, Failure, GET_BROKER_RUNTIME_INFO, QUERY_TOPIC_CONSUME_BY_WHO, request_name,
-};
+pub(crate) use error::{CallError, Failure, GET_BROKER_RUNTIME_INFO, QUERY_TOPIC_CONSUME_BY_WHO};
 
 use crate::protocol::code::response;
 use crate::protocol::{
@@ -33,11 +31,11 @@ use crate::protocol::{
 
 /// An access key and its secret, as `AclClientRPCHook` signs with.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Credentials {
+pub(crate) struct Credentials {
     /// Sent as ext field `AccessKey`.
-    pub access_key: String,
+    pub(crate) access_key: String,
     /// Signs requests; never sent.
-    pub secret_key: String,
+    pub(crate) secret_key: String,
 }
 
 impl std::fmt::Debug for Credentials {
@@ -50,22 +48,22 @@ impl std::fmt::Debug for Credentials {
 
 /// How the client talks: timeouts, header encoding and credentials.
 #[derive(Debug, Clone)]
-pub struct ClientOptions {
+pub(crate) struct ClientOptions {
     /// How long to wait for each answer (mqadmin: 5000 ms): from the request, or from the
     /// previous answer of a pipelined batch, to the last byte of the answer — however the
     /// bytes trickle in.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// How long to wait for a TCP connection (mqadmin: 3000 ms).
-    pub connect_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
     /// Header encoding of requests.
-    pub serialize_type: SerializeType,
+    pub(crate) serialize_type: SerializeType,
     /// Credentials to sign every request with (mqadmin's come from `tools.yml`).
-    pub credentials: Option<Credentials>,
+    pub(crate) credentials: Option<Credentials>,
     /// TLS over every connection (`nsadmin`: when `--tls` or `-Dtls.enable=true` asks).
-    pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    pub(crate) tls: Option<std::sync::Arc<rustls::ClientConfig>>,
     /// Largest answer frame accepted; a larger one is refused from its length prefix, before
     /// its bytes are read, and its connection dropped.
-    pub max_answer_bytes: usize,
+    pub(crate) max_answer_bytes: usize,
 }
 
 impl Default for ClientOptions {
@@ -83,18 +81,18 @@ impl Default for ClientOptions {
 
 /// A request to build: code, ext fields and body.
 #[derive(Debug, Clone)]
-pub struct Request {
+pub(crate) struct Request {
     /// The request code.
-    pub code: i32,
+    pub(crate) code: i32,
     /// Ext fields (the custom header).
-    pub fields: Vec<(&'static str, String)>,
+    pub(crate) fields: Vec<(&'static str, String)>,
     /// The body, if any.
-    pub body: Option<Vec<u8>>,
+    pub(crate) body: Option<Vec<u8>>,
 }
 
 impl Request {
     /// A request without fields or body.
-    pub fn new(code: i32) -> Self {
+    pub(crate) fn new(code: i32) -> Self {
         Request {
             code,
             fields: Vec::new(),
@@ -103,20 +101,20 @@ impl Request {
     }
 
     /// Adds an ext field.
-    pub fn field(mut self, key: &'static str, value: impl Into<String>) -> Self {
+    pub(crate) fn field(mut self, key: &'static str, value: impl Into<String>) -> Self {
         self.fields.push((key, value.into()));
         self
     }
 
     /// Sets the body.
-    pub fn body(mut self, body: Vec<u8>) -> Self {
+    pub(crate) fn body(mut self, body: Vec<u8>) -> Self {
         self.body = Some(body);
         self
     }
 }
 
 /// A byte stream to a server: plain TCP or TLS over it.
-pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
 
 /// Opens the byte stream to `addr`: the one place where transport security is chosen.
@@ -146,7 +144,7 @@ struct Connection {
 
 /// The default answer limit: frames larger than any name server sends (a 1 M-topic list is
 /// ~40 MB).
-pub const MAX_ANSWER_BYTES: usize = 1 << 30;
+pub(crate) const MAX_ANSWER_BYTES: usize = 1 << 30;
 
 /// A connection's read buffer is given back after a batch once it grew past this (a large
 /// answer must not keep its memory for the connection's life).
@@ -154,10 +152,10 @@ const KEPT_BUFFER: usize = 64 * 1024;
 
 /// Requests kept in flight on one connection by [`Client::call_many`]: enough to keep a server
 /// busy, few enough for a Java name server's request queue (50 000 for route lookups).
-pub const PIPELINE_WINDOW: usize = 512;
+pub(crate) const PIPELINE_WINDOW: usize = 512;
 
 /// A client: one lazily opened connection per server address.
-pub struct Client {
+pub(crate) struct Client {
     opts: ClientOptions,
     connections: HashMap<String, Connection>,
     next_opaque: i32,
@@ -165,7 +163,7 @@ pub struct Client {
 
 impl Client {
     /// A client with no connections yet.
-    pub fn new(opts: ClientOptions) -> Self {
+    pub(crate) fn new(opts: ClientOptions) -> Self {
         Client {
             opts,
             connections: HashMap::new(),
@@ -174,7 +172,7 @@ impl Client {
     }
 
     /// The options this client uses.
-    pub fn options(&self) -> &ClientOptions {
+    pub(crate) fn options(&self) -> &ClientOptions {
         &self.opts
     }
 
@@ -213,13 +211,17 @@ impl Client {
     }
 
     /// Sends one request to `addr` and returns the answer, whatever its code.
-    pub async fn call(&mut self, addr: &str, req: &Request) -> Result<RemotingCommand, CallError> {
+    pub(crate) async fn call(
+        &mut self,
+        addr: &str,
+        req: &Request,
+    ) -> Result<RemotingCommand, CallError> {
         let mut answers = self.call_many(addr, std::slice::from_ref(req)).await?;
         Ok(answers.pop().expect("one answer per request"))
     }
 
     /// Sends one request and requires a `SUCCESS` answer.
-    pub async fn call_ok(
+    pub(crate) async fn call_ok(
         &mut self,
         addr: &str,
         req: &Request,
@@ -242,7 +244,7 @@ impl Client {
     /// Sends `reqs` to `addr` pipelined (at most [`PIPELINE_WINDOW`] in flight) and returns
     /// the answers in request order. A transport failure fails the whole batch and drops the
     /// connection; the error names the first request still unanswered.
-    pub async fn call_many(
+    pub(crate) async fn call_many(
         &mut self,
         addr: &str,
         reqs: &[Request],

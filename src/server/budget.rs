@@ -70,7 +70,7 @@ pub(super) struct Holding {
 
 impl Budget {
     /// A budget of `limit` bytes.
-    pub fn new(limit: usize) -> Arc<Budget> {
+    pub(super) fn new(limit: usize) -> Arc<Budget> {
         Arc::new(Budget {
             limit,
             used: AtomicIsize::new(0),
@@ -81,7 +81,7 @@ impl Budget {
     }
 
     /// Opens the account of a new connection.
-    pub fn open(self: &Arc<Self>, conn: ConnId, peer: SocketAddr) -> Holding {
+    pub(super) fn open(self: &Arc<Self>, conn: ConnId, peer: SocketAddr) -> Holding {
         let account = Arc::new(Account {
             peer: Mutex::new(peer),
             held: AtomicUsize::new(0),
@@ -97,7 +97,7 @@ impl Budget {
     }
 
     /// Bytes held now.
-    pub fn used(&self) -> usize {
+    pub(super) fn used(&self) -> usize {
         self.used.load(Ordering::Acquire).max(0) as usize
     }
 
@@ -162,18 +162,18 @@ impl Budget {
 
 impl Holding {
     /// The connection this share belongs to.
-    pub fn conn(&self) -> ConnId {
+    pub(super) fn conn(&self) -> ConnId {
         self.conn
     }
 
     /// Names `peer` as the connection's client from now on (a PROXY header's source).
-    pub fn relabel(&self, peer: SocketAddr) {
+    pub(super) fn relabel(&self, peer: SocketAddr) {
         *self.account.peer.lock() = peer;
     }
 
     /// Records that the connection's buffers now hold `bytes`. `false` when the connection
     /// has been closed for the budget (possibly by this very report): it must end now.
-    pub fn report(&self, bytes: usize) -> bool {
+    pub(super) fn report(&self, bytes: usize) -> bool {
         if self.is_closed() {
             return false;
         }
@@ -193,7 +193,7 @@ impl Holding {
 
     /// Whether the connection must let its queued responses drain before handling more
     /// requests: the budget is more than half used and it holds more than its share.
-    pub fn over_share(&self) -> bool {
+    pub(super) fn over_share(&self) -> bool {
         let b = &self.budget;
         let used = b.used();
         if used <= b.limit / 2 {
@@ -205,12 +205,12 @@ impl Holding {
     }
 
     /// Whether the connection has been closed for the budget.
-    pub fn is_closed(&self) -> bool {
+    pub(super) fn is_closed(&self) -> bool {
         self.account.closed.load(Ordering::Acquire)
     }
 
     /// Completes once the connection has been closed for the budget.
-    pub async fn closed(&self) {
+    pub(super) async fn closed(&self) {
         loop {
             let notified = self.account.close.notified();
             if self.is_closed() {

@@ -35,9 +35,9 @@ use tokio::net::{TcpListener, TcpSocket};
 use crate::config::Settings;
 
 /// At shutdown, the listener closes once no queued connection arrived for this long…
-pub const QUEUE_QUIET: Duration = Duration::from_millis(50);
+pub(crate) const QUEUE_QUIET: Duration = Duration::from_millis(50);
 /// …or this long after shutdown began, whichever is first.
-pub const QUEUE_DRAIN_MAX: Duration = Duration::from_secs(1);
+pub(crate) const QUEUE_DRAIN_MAX: Duration = Duration::from_secs(1);
 
 /// Why a takeover could not be done.
 #[derive(Debug, thiserror::Error)]

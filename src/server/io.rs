@@ -42,7 +42,7 @@ pub(super) enum Io {
 
 impl Io {
     /// The stream of a connection whose prelude chose `transport`.
-    pub fn new(transport: Transport) -> Io {
+    pub(super) fn new(transport: Transport) -> Io {
         match transport {
             Transport::Plain(started) => {
                 let (head, stream) = started.into_parts();
@@ -59,7 +59,7 @@ impl Io {
     }
 
     /// Waits until a read may return bytes (or the end of the stream).
-    pub async fn readable(&self) -> io::Result<()> {
+    pub(super) async fn readable(&self) -> io::Result<()> {
         match self {
             Io::Plain { head, .. } if !head.is_empty() => Ok(()),
             Io::Plain { r, .. } => r.readable().await,
@@ -70,7 +70,7 @@ impl Io {
 
     /// Reads what is available into `input` without waiting: `Ok(0)` at the end of the stream,
     /// `WouldBlock` when nothing was there after all.
-    pub fn try_read_buf(&mut self, input: &mut BytesMut, chunk: usize) -> io::Result<usize> {
+    pub(super) fn try_read_buf(&mut self, input: &mut BytesMut, chunk: usize) -> io::Result<usize> {
         match self {
             Io::Plain { head, .. } if !head.is_empty() => {
                 input.extend_from_slice(head);
@@ -116,7 +116,7 @@ impl Io {
     }
 
     /// Writes some of `output`, as `AsyncWriteExt::write_buf`.
-    pub async fn write_buf(&mut self, output: &mut BytesMut) -> io::Result<usize> {
+    pub(super) async fn write_buf(&mut self, output: &mut BytesMut) -> io::Result<usize> {
         match self {
             Io::Plain { w, .. } => w.write_buf(output).await,
             Io::Tls { stream, .. } => stream.write_buf(output).await,
@@ -124,7 +124,7 @@ impl Io {
     }
 
     /// Sends what a TLS session still holds; nothing to do for plaintext.
-    pub async fn flush(&mut self) -> io::Result<()> {
+    pub(super) async fn flush(&mut self) -> io::Result<()> {
         match self {
             Io::Plain { .. } => Ok(()),
             Io::Tls { stream, .. } => stream.flush().await,
@@ -132,7 +132,7 @@ impl Io {
     }
 
     /// Closes the sending side (TLS: `close_notify` first).
-    pub async fn shutdown(&mut self) {
+    pub(super) async fn shutdown(&mut self) {
         let _ = match self {
             Io::Plain { w, .. } => w.shutdown().await,
             Io::Tls { stream, .. } => stream.shutdown().await,

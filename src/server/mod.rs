@@ -2,7 +2,7 @@
 //! the background services, and graceful shutdown.
 //!
 //! [`run`] is short on purpose: build the shared [`Server`], start the services
-//! ([`services`]), accept until the shutdown future completes ([`listener`]), then drain.
+//! (`services`), accept until the shutdown future completes (`listener`), then drain.
 //! Every task is spawned on one [`TaskTracker`] and stops when one [`CancellationToken`]
 //! fires; [`run`] returns after the tasks have drained, or after the grace period, whichever
 //! is first.
@@ -50,19 +50,19 @@ pub use service::{Service, ServiceFuture};
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// Frame size limit.
-    pub frame_limits: FrameLimits,
+    pub(crate) frame_limits: FrameLimits,
     /// Most connections held at once.
-    pub max_connections: usize,
+    pub(crate) max_connections: usize,
     /// Most response bytes buffered for one connection before it stops being read.
-    pub max_queued_response_bytes: usize,
+    pub(crate) max_queued_response_bytes: usize,
     /// Most bytes buffered for all connections together (`maxBufferedBytes`).
-    pub max_buffered_bytes: usize,
+    pub(crate) max_buffered_bytes: usize,
     /// How long shutdown waits for connections to finish their requests.
-    pub grace_period: Duration,
+    pub(crate) grace_period: Duration,
     /// Period of the broker-expiry scan.
-    pub scan_interval: Duration,
+    pub(crate) scan_interval: Duration,
     /// Header encoding of responses.
-    pub serialize_type: SerializeType,
+    pub(crate) serialize_type: SerializeType,
     /// Route snapshots (warm restart), if on.
     pub snapshot: Option<SnapshotConfig>,
 }

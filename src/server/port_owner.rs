@@ -44,7 +44,7 @@ fn listening_inode(line: &str, port: u16) -> Option<u64> {
 
 /// Whether process `pid` has a socket listening on `port` among its open files. An error
 /// when that cannot be told (no such process, not ours to inspect).
-pub fn listens_on(pid: u32, port: u16) -> io::Result<bool> {
+pub(super) fn listens_on(pid: u32, port: u16) -> io::Result<bool> {
     let inodes = listening_inodes(port)?;
     for entry in std::fs::read_dir(format!("/proc/{pid}/fd"))? {
         // A descriptor closed while we look is simply not a listener any more.

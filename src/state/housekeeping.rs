@@ -12,7 +12,7 @@ use crate::metrics::Eviction;
 
 /// Runs the scan until `cancel` fires; `close` is asked to close each expired broker's
 /// connection, as Java closes its channel.
-pub async fn run(
+pub(crate) async fn run(
     state: Namesrv,
     interval: Duration,
     cancel: CancellationToken,

@@ -11,10 +11,10 @@ use crate::protocol::body::Name;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct BrokerAddr {
     /// Cluster the broker registered under.
-    pub cluster: Name,
+    pub(crate) cluster: Name,
     /// The broker's `ip:port`.
-    pub addr: Name,
+    pub(crate) addr: Name,
 }
 
 /// The default broker expiry, `RouteInfoManager.DEFAULT_BROKER_CHANNEL_EXPIRED_TIME`.
-pub const DEFAULT_BROKER_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const DEFAULT_BROKER_TIMEOUT: Duration = Duration::from_secs(120);

@@ -5,13 +5,13 @@
 //! an `.await`. Lock order, where two are taken: routes, then KV, then config. Nothing here
 //! knows about sockets; connections appear only as [`ConnId`]s.
 
-pub mod housekeeping;
-pub mod liveness;
+pub(crate) mod housekeeping;
+pub(crate) mod liveness;
 pub mod peering;
 mod phase;
 pub mod protection;
-pub mod readiness;
-pub mod route_cache;
+pub(crate) mod readiness;
+pub(crate) mod route_cache;
 pub mod route_table;
 pub mod snapshot;
 
@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use crate::config::Config;
 use crate::kv::KvStore;
 use crate::metrics::{Eviction, Metrics};
-pub use phase::Phase;
+pub(crate) use phase::Phase;
 use phase::{AtomicPhase, Event};
 use route_table::unregister::Unregistration;
 pub use route_table::{ConnId, RouteTable};
@@ -118,22 +118,22 @@ impl Namesrv {
 
     /// An epoch that changes whenever configuration or KV content that routes depend on
     /// changes.
-    pub fn external_epoch(&self) -> u64 {
+    pub(crate) fn external_epoch(&self) -> u64 {
         self.inner.config_epoch.load(Ordering::Acquire) + self.inner.kv.epoch()
     }
 
     /// When the server started.
-    pub fn started(&self) -> Instant {
+    pub(crate) fn started(&self) -> Instant {
         self.inner.started
     }
 
     /// A fresh connection id.
-    pub fn next_conn_id(&self) -> ConnId {
+    pub(crate) fn next_conn_id(&self) -> ConnId {
         ConnId(self.inner.next_conn.fetch_add(1, Ordering::Relaxed))
     }
 
     /// A connection closed: unregister brokers it still owned.
-    pub fn connection_closed(&self, conn: ConnId) {
+    pub(crate) fn connection_closed(&self, conn: ConnId) {
         if self.routes_frozen() {
             return;
         }
@@ -143,7 +143,7 @@ impl Namesrv {
     }
 
     /// UNREGISTER_BROKER.
-    pub fn unregister(&self, requests: &[Unregistration]) {
+    pub(crate) fn unregister(&self, requests: &[Unregistration]) {
         let removed = self.routes_mut().unregister(requests);
         self.metrics().evicted(Eviction::Unregister, removed);
     }
@@ -154,29 +154,29 @@ impl Namesrv {
     }
 
     /// Counts an accepted connection as open until the returned guard is dropped.
-    pub fn connection_opened(&self) -> OpenConnection {
+    pub(crate) fn connection_opened(&self) -> OpenConnection {
         self.metrics().accepted();
         OpenConnection(self.clone())
     }
 
     /// Where the server is in its life.
-    pub fn phase(&self) -> Phase {
+    pub(crate) fn phase(&self) -> Phase {
         self.inner.phase.load()
     }
 
     /// Marks the server as shutting down (draining its connections).
-    pub fn begin_shutdown(&self) {
+    pub(crate) fn begin_shutdown(&self) {
         self.inner.phase.apply(Event::BeginShutdown);
     }
 
     /// Whether shutdown has begun.
-    pub fn shutting_down(&self) -> bool {
+    pub(crate) fn shutting_down(&self) -> bool {
         self.phase().shutting_down()
     }
 
     /// A connection idled out: unregister brokers it still owned, unless eviction protection
     /// holds them.
-    pub fn connection_idled_out(&self, conn: ConnId) {
+    pub(crate) fn connection_idled_out(&self, conn: ConnId) {
         if self.routes_frozen() {
             return;
         }
@@ -189,23 +189,23 @@ impl Namesrv {
 
     /// Shutdown is closing every connection: their brokers stay registered from now on (the
     /// process is about to exit, and the last route snapshot should show them).
-    pub fn freeze_routes(&self) {
+    pub(crate) fn freeze_routes(&self) {
         self.inner.phase.apply(Event::Freeze);
     }
 
     /// Whether [`Namesrv::freeze_routes`] was called.
-    pub fn routes_frozen(&self) -> bool {
+    pub(crate) fn routes_frozen(&self) -> bool {
         self.phase().routes_frozen()
     }
 
     /// From now on (the shutdown having begun), requests of clients newer than 5.3.1 are
     /// answered `GO_AWAY`.
-    pub fn go_away(&self) {
+    pub(crate) fn go_away(&self) {
         self.inner.phase.apply(Event::GoAway);
     }
 
     /// Whether [`Namesrv::go_away`] was called.
-    pub fn going_away(&self) -> bool {
+    pub(crate) fn going_away(&self) -> bool {
         self.phase().going_away()
     }
 
@@ -215,7 +215,7 @@ impl Namesrv {
     }
 
     /// The eviction-protection settings in force now.
-    pub fn protection_policy(&self) -> protection::Policy {
+    pub(crate) fn protection_policy(&self) -> protection::Policy {
         protection::Policy::from_settings(&self.config().settings)
     }
 
@@ -228,7 +228,7 @@ impl Namesrv {
 /// Keeps a connection counted in `namesrv_connections_open`; see
 /// [`Namesrv::connection_opened`].
 #[derive(Debug)]
-pub struct OpenConnection(Namesrv);
+pub(crate) struct OpenConnection(Namesrv);
 
 impl Drop for OpenConnection {
     fn drop(&mut self) {

@@ -1,11 +1,11 @@
 //! What this node knows about its peers: its own identity among them, and the latest report
-//! of the peer checks ([`crate::peers`]), shared so that GET_NAMESRV_CONFIG (and the metrics)
+//! of the peer checks (`crate::peers`), shared so that GET_NAMESRV_CONFIG (and the metrics)
 //! can show it.
 //!
 //! Peers recognise each other through QUERY_DATA_VERSION requests carrying
-//! [`PEER_CHECK_FIELD`]: this server answers them without counting them as the broker's
+//! `PEER_CHECK_FIELD`: this server answers them without counting them as the broker's
 //! heartbeat (a check must never keep a dead broker alive) and names its node in
-//! [`NODE_FIELD`]. Other name servers ignore the field, and do count the request as a
+//! `NODE_FIELD`. Other name servers ignore the field, and do count the request as a
 //! heartbeat, which is why the checks never ask them for data versions.
 
 use std::hash::BuildHasher;
@@ -15,14 +15,14 @@ use tokio::time::Instant;
 use super::Namesrv;
 
 /// Ext field of a peer's QUERY_DATA_VERSION: the asking node's id.
-pub const PEER_CHECK_FIELD: &str = "namesrvPeerCheck";
+pub(crate) const PEER_CHECK_FIELD: &str = "namesrvPeerCheck";
 /// Ext field of the answer: the answering node's id.
-pub const NODE_FIELD: &str = "namesrvNode";
+pub(crate) const NODE_FIELD: &str = "namesrvNode";
 /// GET_NAMESRV_CONFIG status line: brokers registered here that a peer lacks or holds at an
 /// older data version, for longer than `peerDivergenceAfterMillis`.
-pub const DIVERGENT_KEY: &str = "namesrvPeersDivergentBrokers";
+pub(crate) const DIVERGENT_KEY: &str = "namesrvPeersDivergentBrokers";
 /// GET_NAMESRV_CONFIG status line: peers that could not be asked in the last round.
-pub const UNREACHABLE_KEY: &str = "namesrvPeersUnreachable";
+pub(crate) const UNREACHABLE_KEY: &str = "namesrvPeersUnreachable";
 
 /// How a peer's view of a broker differs from this node's.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -41,11 +41,11 @@ pub struct Divergence {
     /// The broker group.
     pub broker_name: String,
     /// The broker's address.
-    pub broker_addr: String,
+    pub(crate) broker_addr: String,
     /// How it differs.
     pub difference: Difference,
     /// When the difference was first seen (it has lasted since).
-    pub since: Instant,
+    pub(crate) since: Instant,
 }
 
 /// One peer as the last round saw it.
@@ -72,7 +72,7 @@ pub struct PeerReport {
 
 impl PeerReport {
     /// The GET_NAMESRV_CONFIG status lines (none while everything agrees).
-    pub fn status_lines(&self) -> Vec<(String, String)> {
+    pub(crate) fn status_lines(&self) -> Vec<(String, String)> {
         let unreachable = self
             .peers
             .iter()
@@ -97,7 +97,7 @@ pub(super) fn new_node_id() -> u64 {
 
 impl Namesrv {
     /// This node's id among its peers.
-    pub fn node_id(&self) -> u64 {
+    pub(crate) fn node_id(&self) -> u64 {
         self.inner.peering.node_id
     }
 
@@ -107,7 +107,7 @@ impl Namesrv {
     }
 
     /// Replaces the report of the peer checks.
-    pub fn set_peer_report(&self, report: PeerReport) {
+    pub(crate) fn set_peer_report(&self, report: PeerReport) {
         *self.inner.peering.report.lock() = report;
     }
 }

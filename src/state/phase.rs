@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// The server's phase. The order of the variants is the order of a life: a transition never
 /// goes back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Serving as usual.
     Serving,
     /// A new process takes over the port: the coming shutdown skips the `GO_AWAY` wait,
@@ -59,7 +59,7 @@ impl Phase {
     }
 
     /// Whether shutdown has begun.
-    pub fn shutting_down(self) -> bool {
+    pub(crate) fn shutting_down(self) -> bool {
         matches!(
             self,
             Phase::Draining | Phase::GoingAway | Phase::Frozen { .. }
@@ -67,12 +67,12 @@ impl Phase {
     }
 
     /// Whether newer clients are answered `GO_AWAY`.
-    pub fn going_away(self) -> bool {
+    pub(crate) fn going_away(self) -> bool {
         matches!(self, Phase::GoingAway | Phase::Frozen { going_away: true })
     }
 
     /// Whether closing connections leave their brokers registered.
-    pub fn routes_frozen(self) -> bool {
+    pub(crate) fn routes_frozen(self) -> bool {
         matches!(self, Phase::Frozen { .. })
     }
 

@@ -11,7 +11,7 @@ use super::Namesrv;
 
 /// Why the server is not ready.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NotReady {
+pub(crate) enum NotReady {
     /// `needWaitForService` holds route lookups back for this much longer.
     WaitingForService(Duration),
     /// Shutdown has begun; connections are draining.
@@ -43,7 +43,7 @@ impl fmt::Display for NotReady {
 
 impl Namesrv {
     /// Every reason the server is not ready at `now`; empty when it is ready.
-    pub fn readiness(&self, now: Instant) -> Vec<NotReady> {
+    pub(crate) fn readiness(&self, now: Instant) -> Vec<NotReady> {
         let (wait, min_live) = {
             let config = self.config();
             let s = &config.settings;

@@ -13,13 +13,13 @@ use crate::protocol::json::JsonStyle;
 
 /// What a cached body was computed from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamp {
+pub(crate) struct Stamp {
     /// The topic's revision.
-    pub revision: u64,
+    pub(crate) revision: u64,
     /// The route table's broker epoch.
-    pub broker_epoch: u64,
+    pub(crate) broker_epoch: u64,
     /// The configuration/KV epoch.
-    pub external_epoch: u64,
+    pub(crate) external_epoch: u64,
 }
 
 #[derive(Debug)]
@@ -35,7 +35,7 @@ struct Cached {
 /// topics never contend; it sits inside the route table so that a slot lives and dies with
 /// its topic.
 #[derive(Default)]
-pub struct RouteCache(Mutex<Option<Box<Cached>>>);
+pub(crate) struct RouteCache(Mutex<Option<Box<Cached>>>);
 
 impl std::fmt::Debug for RouteCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -45,7 +45,7 @@ impl std::fmt::Debug for RouteCache {
 
 impl RouteCache {
     /// The cached body for `style`, if it was computed under `stamp`.
-    pub fn get(&self, stamp: Stamp, style: JsonStyle) -> Option<Bytes> {
+    pub(crate) fn get(&self, stamp: Stamp, style: JsonStyle) -> Option<Bytes> {
         let slot = self.0.lock();
         let cached = slot.as_ref().filter(|c| c.stamp == stamp)?;
         match style {
@@ -55,7 +55,7 @@ impl RouteCache {
     }
 
     /// Stores a body computed under `stamp`, discarding bodies of older stamps.
-    pub fn put(&self, stamp: Stamp, style: JsonStyle, body: Bytes) {
+    pub(crate) fn put(&self, stamp: Stamp, style: JsonStyle, body: Bytes) {
         let mut slot = self.0.lock();
         let cached = match slot.as_mut() {
             Some(c) if c.stamp == stamp => c,

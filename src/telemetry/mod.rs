@@ -1,13 +1,13 @@
 //! Logging setup: `tracing` filtered by `--log-level`, else `RUST_LOG`, else `info`; written
 //! to stderr, or with `--log-dir` to a log file that rotates (daily or hourly, keeping a
-//! bounded number of files, [`CURRENT_LOG`] always linking to the current one, each file at
+//! bounded number of files, `CURRENT_LOG` always linking to the current one, each file at
 //! most `--log-max-size` bytes: past it lines are dropped until the next rotation, with a
 //! note); as text or, for log shippers, as one JSON object per line (`--log-format json`).
-//! The audit log of admin requests (target [`AUDIT_TARGET`], written by [`crate::auth`]) goes
+//! The audit log of admin requests (target `AUDIT_TARGET`, written by [`crate::auth`]) goes
 //! to its own file when `authAuditLog` names one, and with everything else otherwise.
 //!
 //! Every event is one line: control characters in what it echoes are escaped on the way to
-//! any of these outputs ([`writer`]), so no client's value can forge a line.
+//! any of these outputs (`writer`), so no client's value can forge a line.
 //!
 //! The files are named `namesrv-rs.<date>.log` so that they can share a directory with a
 //! Java name server's `namesrv.log` and `namesrv.<n>.log`: rotation deletes only its own.
@@ -27,14 +27,14 @@ use writer::{CapOptions, Capped, OneLine};
 
 mod writer;
 
-pub use writer::parse_size;
+pub(crate) use writer::parse_size;
 
 /// The `tracing` target of audit lines: defined here, where the logs are routed, and used by
 /// `auth`, which writes them.
-pub const AUDIT_TARGET: &str = "namesrv::audit";
+pub(crate) const AUDIT_TARGET: &str = "namesrv::audit";
 
 /// The default of `--log-max-size`: 256 MiB per file.
-pub const DEFAULT_MAX_SIZE: u64 = 256 << 20;
+pub(crate) const DEFAULT_MAX_SIZE: u64 = 256 << 20;
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -69,7 +69,7 @@ pub struct LogOptions {
     pub rotation: LogRotation,
     /// How many files to keep (older ones are deleted).
     pub max_files: usize,
-    /// Most bytes one file gets (`--log-max-size`); 0 is read as [`DEFAULT_MAX_SIZE`].
+    /// Most bytes one file gets (`--log-max-size`); 0 is read as `DEFAULT_MAX_SIZE`.
     pub max_size: u64,
     /// The audit log's own file (`authAuditLog`), if any.
     pub audit_log: Option<PathBuf>,
@@ -85,7 +85,7 @@ pub struct LogGuard {
 const PREFIX: &str = "namesrv-rs";
 
 /// The name of the link to the current log file.
-pub const CURRENT_LOG: &str = "namesrv-rs.log";
+pub(crate) const CURRENT_LOG: &str = "namesrv-rs.log";
 
 /// Installs the global subscriber. An unparsable filter, a log directory that cannot be used
 /// or an audit file that cannot be opened is an error naming it.

@@ -1,4 +1,4 @@
-//! The client side, as a Java client with `tls.enable=true` behaves (TLS.md §6): no host name
+//! The client side, as a Java client with `tls.enable=true` behaves (`TlsHelper#buildSslContext(true)`): no host name
 //! sent and none checked; in test mode (the default) any server certificate is accepted and no
 //! client certificate is sent; otherwise `tls.client.authServer=true` verifies the chain
 //! against `tls.client.trustCertPath`, and `tls.client.certPath`/`keyPath` give a client

@@ -68,14 +68,14 @@ pub enum TlsError {
 }
 
 /// The crypto provider every configuration uses: ring.
-pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+pub(crate) fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
 /// The longest certificate chain served, in DER bytes (64 KiB): the largest Certificate
 /// message a rustls client accepts (Java's clients stop at 32 KiB by default,
 /// `jdk.tls.maxHandshakeMessageSize`). A longer chain would load and then break every handshake.
-pub const MAX_CHAIN_BYTES: usize = 64 << 10;
+pub(crate) const MAX_CHAIN_BYTES: usize = 64 << 10;
 
 /// Reads a PEM file: a regular file of at most [`crate::durable::read::MAX_SMALL_FILE`] bytes,
 /// so that a FIFO or a huge file named by mistake fails the load instead of blocking it.
@@ -96,7 +96,10 @@ fn content(key: &'static str, path: &str, reason: impl Into<String>) -> TlsError
 }
 
 /// The certificates of a PEM file, in file order (leaf first for a chain).
-pub fn load_certs(key: &'static str, path: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+pub(crate) fn load_certs(
+    key: &'static str,
+    path: &str,
+) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let bytes = read(key, path)?;
     let certs = CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<Vec<_>, _>>()
@@ -108,7 +111,7 @@ pub fn load_certs(key: &'static str, path: &str) -> Result<Vec<CertificateDer<'s
 }
 
 /// The CA certificates of a PEM bundle, as a trust store.
-pub fn load_roots(key: &'static str, path: &str) -> Result<rustls::RootCertStore, TlsError> {
+pub(crate) fn load_roots(key: &'static str, path: &str) -> Result<rustls::RootCertStore, TlsError> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in load_certs(key, path)? {
         roots
@@ -122,7 +125,7 @@ const ENCRYPTED_BEGIN: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----";
 const ENCRYPTED_END: &str = "-----END ENCRYPTED PRIVATE KEY-----";
 
 /// The private key of a PEM file, decrypted with `password` when it is encrypted.
-pub fn load_key(
+pub(crate) fn load_key(
     key: &'static str,
     path: &str,
     password_key: &'static str,
@@ -179,7 +182,7 @@ pub fn load_key(
 
 /// A self-signed certificate for test mode: ECDSA P-256, `CN=localhost`, new on every start
 /// (Java's test mode generates an RSA one the same way; no client looks at it).
-pub fn self_signed() -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
+pub(crate) fn self_signed() -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
     let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)
         .expect("ring generates P-256 keys");
     let mut params = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
@@ -197,7 +200,7 @@ pub fn self_signed() -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
 }
 
 /// The server's certificate chain and key: the generated one in test mode, else the files.
-pub fn server_identity(
+pub(crate) fn server_identity(
     s: &TlsSettings,
     generated: &(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>),
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
@@ -235,8 +238,9 @@ pub fn server_identity(
 }
 
 /// The rustls server configuration for `s` (TLS 1.2 and 1.3, ring's default suites, no ALPN,
-/// no session tickets), with mutual TLS as TLS.md §7 describes.
-pub fn server_config(
+/// no session tickets), with mutual TLS as `tls.server.need.client.auth` asks (Java's
+/// `TlsHelper#buildSslContext(false)`).
+pub(crate) fn server_config(
     s: &TlsSettings,
     generated: &(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>),
 ) -> Result<rustls::ServerConfig, TlsError> {

@@ -1,15 +1,15 @@
 //! TLS settings and material: the `tls.*` keys and where they come from ([`settings`]), the
-//! certificates and keys they name ([`material`]), Java's lenient certificate checks
-//! ([`verify`]), the client side for `nsadmin` ([`client`]), and [`ServerTls`], the server's
+//! certificates and keys they name (`material`), Java's lenient certificate checks
+//! (`verify`), the client side for `nsadmin` ([`client`]), and [`ServerTls`], the server's
 //! current rustls configuration, swapped as a whole when its files change or on SIGHUP.
 //!
 //! Nothing here touches a socket: `server::prelude` decides per connection whether to use TLS
-//! and takes the acceptor from [`ServerTls::acceptor`] once per handshake.
+//! and takes the acceptor from `ServerTls::acceptor` once per handshake.
 
 pub mod client;
-pub mod material;
+pub(crate) mod material;
 pub mod settings;
-pub mod verify;
+pub(crate) mod verify;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,7 +22,8 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 pub use material::TlsError;
-pub use settings::{ClientAuth, ServerMode, TlsSettings};
+pub(crate) use settings::ServerMode;
+pub use settings::TlsSettings;
 
 use crate::file_watch::{Fingerprint, Trigger, fingerprint, reload_on_request_or_change};
 
@@ -87,7 +88,7 @@ fn why(trigger: Trigger) -> &'static str {
 impl ServerTls {
     /// Builds the configuration from `base` plus `tls.config.file`; a missing or unusable
     /// certificate or key is an error naming the key and the file.
-    pub fn load(base: &TlsSettings) -> Result<ServerTls, TlsError> {
+    pub(crate) fn load(base: &TlsSettings) -> Result<ServerTls, TlsError> {
         let effective = TlsSettings::reread(base);
         let generated = material::self_signed();
         let seen = fingerprints(&effective);
@@ -104,7 +105,7 @@ impl ServerTls {
     }
 
     /// The acceptor for one handshake, with the material current at this moment.
-    pub fn acceptor(&self) -> tokio_rustls::TlsAcceptor {
+    pub(crate) fn acceptor(&self) -> tokio_rustls::TlsAcceptor {
         tokio_rustls::TlsAcceptor::from(self.0.current.load_full())
     }
 
@@ -124,7 +125,7 @@ impl ServerTls {
     /// Re-reads `tls.config.file` and the material; on success new handshakes use it, on
     /// failure the previous material stays and the error (naming the key and file) is logged.
     /// Returns whether new material was installed.
-    pub fn reload(&self, why: &str) -> bool {
+    pub(crate) fn reload(&self, why: &str) -> bool {
         let effective = TlsSettings::reread(&self.0.base);
         *self.0.seen.lock() = fingerprints(&effective);
         match material::server_config(&effective, &self.0.generated) {
@@ -153,7 +154,7 @@ impl ServerTls {
     /// `cancel` fires. A change is acted on once the files have looked the same for one poll
     /// interval, so a certificate and key written one after the other are loaded together.
     /// Files are read on the blocking pool, never on a runtime worker.
-    pub async fn watch(self, reloads: watch::Receiver<u64>, cancel: CancellationToken) {
+    pub(crate) async fn watch(self, reloads: watch::Receiver<u64>, cancel: CancellationToken) {
         let watched = self.clone();
         reload_on_request_or_change(
             reloads,

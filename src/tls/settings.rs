@@ -19,7 +19,7 @@
 use std::path::{Path, PathBuf};
 
 /// Where `tls.config.file` points by default.
-pub const DEFAULT_CONFIG_FILE: &str = "/etc/rocketmq/tls.properties";
+pub(crate) const DEFAULT_CONFIG_FILE: &str = "/etc/rocketmq/tls.properties";
 
 /// The server's TLS mode (`tls.server.mode`), decided per connection on its first byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +34,7 @@ pub enum ServerMode {
 
 impl ServerMode {
     /// The value's Java name.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ServerMode::Disabled => "disabled",
             ServerMode::Permissive => "permissive",
@@ -66,7 +66,7 @@ pub enum ClientAuth {
 
 impl ClientAuth {
     /// The value's Java name.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ClientAuth::None => "none",
             ClientAuth::Optional => "optional",
@@ -172,7 +172,11 @@ impl std::fmt::Display for Origin<'_> {
 impl TlsSettings {
     /// Resolves the settings from the `-c` file's `tls.*` lines and the system properties,
     /// then the `tls.config.file` they name (see the module docs for the order).
-    pub fn resolve(config_lines: &[(String, String)], system: &[(String, String)]) -> TlsSettings {
+    #[cfg(test)]
+    pub(crate) fn resolve(
+        config_lines: &[(String, String)],
+        system: &[(String, String)],
+    ) -> TlsSettings {
         Self::reread(&Self::resolve_base(config_lines, system))
     }
 
@@ -274,7 +278,7 @@ impl TlsSettings {
     }
 
     /// The files a server reload watches: the config file and the server's material.
-    pub fn watched_files(&self) -> Vec<PathBuf> {
+    pub(crate) fn watched_files(&self) -> Vec<PathBuf> {
         let mut files = vec![self.config_file.clone()];
         for p in [
             &self.server_cert_path,
@@ -342,7 +346,9 @@ pub fn system_property(text: &str) -> (String, String) {
 
 /// The `-D` system properties among command-line words (`-Dkey=value`, as in `JAVA_OPT`);
 /// other words are skipped.
-pub fn system_properties<'a>(words: impl IntoIterator<Item = &'a str>) -> Vec<(String, String)> {
+pub(crate) fn system_properties<'a>(
+    words: impl IntoIterator<Item = &'a str>,
+) -> Vec<(String, String)> {
     words
         .into_iter()
         .filter_map(|w| w.strip_prefix("-D"))

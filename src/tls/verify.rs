@@ -51,14 +51,14 @@ impl Signatures {
 /// Server side, `tls.server.authClient=false`: a certificate is requested and any one is
 /// accepted (Java's trust-all manager).
 #[derive(Debug)]
-pub struct AnyClientCert {
+pub(crate) struct AnyClientCert {
     signatures: Signatures,
     mandatory: bool,
 }
 
 impl AnyClientCert {
     /// Requests a certificate; `mandatory` fails clients that send none.
-    pub fn new(provider: Arc<CryptoProvider>, mandatory: bool) -> AnyClientCert {
+    pub(crate) fn new(provider: Arc<CryptoProvider>, mandatory: bool) -> AnyClientCert {
         AnyClientCert {
             signatures: Signatures(provider),
             mandatory,
@@ -110,14 +110,14 @@ impl ClientCertVerifier for AnyClientCert {
 /// Client side: any server certificate (`tls.client.authServer=false`, or test mode), or,
 /// with `chain`, a chain that verifies against the trust bundle whatever name it carries.
 #[derive(Debug)]
-pub struct ServerCert {
+pub(crate) struct ServerCert {
     signatures: Signatures,
     chain: Option<Arc<rustls::client::WebPkiServerVerifier>>,
 }
 
 impl ServerCert {
     /// Accepts any server certificate.
-    pub fn any(provider: Arc<CryptoProvider>) -> ServerCert {
+    pub(crate) fn any(provider: Arc<CryptoProvider>) -> ServerCert {
         ServerCert {
             signatures: Signatures(provider),
             chain: None,
@@ -125,7 +125,7 @@ impl ServerCert {
     }
 
     /// Verifies the chain with `verifier`, ignoring the name.
-    pub fn chain(
+    pub(crate) fn chain(
         provider: Arc<CryptoProvider>,
         verifier: Arc<rustls::client::WebPkiServerVerifier>,
     ) -> ServerCert {

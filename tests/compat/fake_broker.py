@@ -11,7 +11,7 @@ broker address it advertises is only data.  Two sub-commands:
                  enableActingMaster ext field (so the name server treats it as an old broker);
         v5-json  a 5.x broker: version 479 (V5_3_3), TopicConfigAndMappingSerializeWrapper JSON body,
                  enableActingMaster=false;
-        v5-zlib  the same registration as a zlib-compressed binary body (JSON.md section 6.2)
+        v5-zlib  the same registration as a zlib-compressed binary body (RegisterBrokerBody#encode(true))
                  with the ext field compressed=true.
       Every body carries bodyCrc32 (CRC-32 masked with 0x7fffffff) like real brokers.
       With --verify it then asserts what the name server derived from the registration (routes in
@@ -309,7 +309,7 @@ def route_problems(route, topic, t, args, style):
     else:
         q = qds[0]
         want = {"readQueueNums": t["readQueueNums"], "writeQueueNums": t["writeQueueNums"], "perm": t["perm"],
-                # the compressed text form carries no topicSysFlag: it decodes as 0 (JSON.md 6.2)
+                # the compressed text form carries no topicSysFlag: it decodes as 0 (TopicConfig#decode)
                 "topicSysFlag": 0 if style == "v5-zlib" else t["topicSysFlag"]}
         for k, v in want.items():
             if q.get(k) != v:

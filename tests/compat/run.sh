@@ -141,7 +141,7 @@ else
   [ -x "$NAMESRV_BIN" ] || die "no binary at $NAMESRV_BIN after the build"
 fi
 
-# nsadmin (issue 14) is checked against the live cluster; it sits beside the name server binary.
+# nsadmin is checked against the live cluster; it sits beside the name server binary.
 NSADMIN_BIN="${NSADMIN_BIN:-$(dirname "$NAMESRV_BIN")/nsadmin}"
 if wanted rust && [ ! -x "$NSADMIN_BIN" ]; then
   (cd "$REPO" && timeout 3600 cargo build --release --bin nsadmin) || die "cargo build --release of nsadmin failed"
@@ -331,7 +331,7 @@ proxyProtocolAllowedAddresses=
 "
   NS_ADDR_PID=$STARTED_PID
   BROKER_NAMESRVS="$NS;$NS_SIGNED;$NS_ADDR"
-  # TLS only (issue 11): plaintext clients are closed; the rust broker is not pointed at it.
+  # TLS only: plaintext clients are closed; the rust broker is not pointed at it.
   start_namesrv namesrv-enforcing "$NS_TLS_PORT" "tls.server.mode=enforcing
 tls.config.file=$WORK/no-tls.properties
 "
@@ -470,7 +470,7 @@ EOF
     "$CLIENT_BIN" auth --signed "$NS_SIGNED" --by-address "$NS_ADDR" \
       --admin "$AUTH_ADMIN" --reader "$AUTH_READER" --broker-name broker-a --cluster "$CLUSTER" --wait-secs 60
 
-  # Warm restart (issue 15): the producer keeps sending while the name server is killed
+  # Warm restart: the producer keeps sending while the name server is killed
   # (-9) and started, then stopped (SIGTERM) and started; then the same with warm restart
   # off, whose numbers are only reported.
   restart_experiment() { # LABEL EXTRA_PROPERTIES CLIENT_ARGS...

@@ -6,7 +6,7 @@ use namesrv::protocol::code::{request, response};
 
 use std::time::Duration;
 
-use namesrv::metrics::Prelude as Outcome;
+use namesrv::metrics::PreludeOutcome;
 use namesrv::server::prelude::proxy;
 
 use crate::harness::{
@@ -212,7 +212,7 @@ async fn stalled_handshakes_are_closed_in_bounded_time_without_delaying_others()
         started.elapsed() < Duration::from_secs(5),
         "closed after the handshake timeout"
     );
-    assert_eq!(server.state.metrics().preludes(Outcome::Timeout), 4);
+    assert_eq!(server.state.metrics().preludes(PreludeOutcome::Timeout), 4);
 }
 
 #[tokio::test]
@@ -257,8 +257,8 @@ async fn garbage_hellos_truncated_records_and_bad_proxy_headers_close_only_their
         others_are_served(&server).await;
     }
     let metrics = server.state.metrics();
-    assert_eq!(metrics.preludes(Outcome::ProxyMalformed), 3);
-    assert!(metrics.preludes(Outcome::TlsError) >= 2);
+    assert_eq!(metrics.preludes(PreludeOutcome::ProxyMalformed), 3);
+    assert!(metrics.preludes(PreludeOutcome::TlsError) >= 2);
 }
 
 #[tokio::test]

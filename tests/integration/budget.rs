@@ -24,7 +24,7 @@ use crate::harness::{TestClient, put_kv, route};
 
 const MIB: u64 = 1024 * 1024;
 const BUDGET: u64 = 32 * MIB;
-/// What the issue allows above the budget.
+/// How far above the budget the process may grow before the test fails.
 const SLACK: u64 = 64 * MIB;
 
 /// A server with a small budget, and small socket buffers so that unread answers stay in the

@@ -47,7 +47,7 @@ async fn probes_answer_within_a_second(server: &TestServer) {
 async fn probes_get_through_64_clients_that_pipeline_and_never_read() {
     let server = server_with("").await;
     let http = server.http.unwrap();
-    // The attack of the issue: 64 sockets from the probe's own address...
+    // The attack: 64 sockets from the probe's own address...
     let mut attackers = Vec::new();
     for _ in 0..64 {
         attackers.push(pipeline_and_never_read("127.0.0.1", http).await);

@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 
-use namesrv::metrics::Prelude as Outcome;
+use namesrv::metrics::PreludeOutcome;
 use namesrv::protocol::code::{request, response};
 use namesrv::server::prelude::proxy::{v1_header, v2_header};
 
@@ -77,5 +77,5 @@ async fn only_allowed_peers_may_send_a_proxy_header() {
     let mut direct = server.client().await;
     assert_eq!(route_code(&mut direct).await, response::NO_PERMISSION);
     let metrics = server.state.metrics();
-    assert_eq!(metrics.preludes(Outcome::ProxyNotAllowed), 1);
+    assert_eq!(metrics.preludes(PreludeOutcome::ProxyNotAllowed), 1);
 }

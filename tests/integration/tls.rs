@@ -209,7 +209,10 @@ async fn a_default_server_serves_tls_and_plaintext_on_one_port() {
     let info = cluster_info(&mut tls).await;
     assert_eq!(info.code, 0);
     let metrics = server.state.metrics();
-    assert_eq!(metrics.preludes(namesrv::metrics::Prelude::TlsHandshake), 1);
+    assert_eq!(
+        metrics.preludes(namesrv::metrics::PreludeOutcome::TlsHandshake),
+        1
+    );
     // The counters reach /metrics.
     let text = namesrv::http::exposition::render(&server.state, &server.auth);
     assert!(text.contains("namesrv_tls_handshakes_total 1\n"), "{text}");

@@ -20,17 +20,17 @@ use crate::remoting_client::{CallError, Client, Failure, Request};
 /// What a command leaves behind: the failures to report, and an exit code that replaces the
 /// one derived from them (`diff`'s 0/1/2).
 #[derive(Debug, Default)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// Failures, one stderr line each.
-    pub problems: Vec<Problem>,
+    pub(crate) problems: Vec<Problem>,
     /// The exit code, when the command decides it itself.
-    pub exit: Option<u8>,
+    pub(crate) exit: Option<u8>,
     /// How many of `problems` were already printed (by `clusterList -i` as it goes).
-    pub printed: usize,
+    pub(crate) printed: usize,
 }
 
 /// Runs the command `spec` with its parsed options.
-pub async fn execute(
+pub(crate) async fn execute(
     spec: &CommandSpec,
     parsed: &Parsed,
     setup: Setup,
@@ -74,21 +74,20 @@ pub async fn execute(
 }
 
 /// Shared state of one command run.
-pub struct Ctx<'a> {
-    /// The client.
-    pub client: Client,
+pub(crate) struct Ctx<'a> {
+    pub(crate) client: Client,
     /// The name servers, in written order.
-    pub servers: Vec<String>,
+    pub(crate) servers: Vec<String>,
     /// Whether `-n` gave them (rather than `NAMESRV_ADDR`).
-    pub from_option: bool,
+    pub(crate) from_option: bool,
     /// `--json` was given.
-    pub json: bool,
+    pub(crate) json: bool,
     /// stdout.
-    pub out: &'a mut dyn Write,
+    pub(crate) out: &'a mut dyn Write,
     /// stderr, for commands that report while they run.
     err: &'a mut dyn Write,
     /// Failures that do not end the command.
-    pub problems: Vec<Problem>,
+    pub(crate) problems: Vec<Problem>,
     /// How many of `problems` were printed already.
     printed: usize,
     /// The name server reads go to (chosen at random, kept while it answers).
@@ -112,12 +111,12 @@ impl<'a> Ctx<'a> {
     }
 
     /// Writes `text` to stdout.
-    pub fn print(&mut self, text: &str) {
+    pub(crate) fn print(&mut self, text: &str) {
         let _ = self.out.write_all(text.as_bytes());
     }
 
     /// Prints the problems recorded so far on stderr now (for commands that never end).
-    pub fn report_now(&mut self) {
+    pub(crate) fn report_now(&mut self) {
         for p in &self.problems[self.printed..] {
             let _ = writeln!(self.err, "nsadmin: {}", p.text);
         }
@@ -126,7 +125,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Prints `value` as one JSON document and a newline.
-    pub fn print_json(&mut self, value: &serde_json::Value) {
+    pub(crate) fn print_json(&mut self, value: &serde_json::Value) {
         let text = serde_json::to_string_pretty(value).expect("a Value always serializes");
         self.print(&text);
         self.print("\n");
@@ -134,7 +133,7 @@ impl<'a> Ctx<'a> {
 
     /// Sends a read to one name server and requires success. A server that cannot be
     /// reached is skipped for the next one, as mqadmin's client does.
-    pub async fn read_one(&mut self, req: &Request) -> Result<RemotingCommand, Problem> {
+    pub(crate) async fn read_one(&mut self, req: &Request) -> Result<RemotingCommand, Problem> {
         let n = self.servers.len();
         let mut last: Option<CallError> = None;
         for step in 0..n {
@@ -155,13 +154,13 @@ impl<'a> Ctx<'a> {
     }
 
     /// The address reads currently go to.
-    pub fn read_server(&self) -> &str {
+    pub(crate) fn read_server(&self) -> &str {
         &self.servers[self.chosen]
     }
 
     /// Sends a write to every name server, one after the other; returns the successful
     /// answers with their server and records every failure.
-    pub async fn write_all(&mut self, req: &Request) -> Vec<(String, RemotingCommand)> {
+    pub(crate) async fn write_all(&mut self, req: &Request) -> Vec<(String, RemotingCommand)> {
         let mut ok = Vec::new();
         for addr in self.servers.clone() {
             match self.client.call_ok(&addr, req).await {
@@ -174,7 +173,7 @@ impl<'a> Ctx<'a> {
 }
 
 /// A usage problem (exit 1) with commons-cli's or our own message.
-pub fn usage(text: impl Into<String>) -> Problem {
+pub(crate) fn usage(text: impl Into<String>) -> Problem {
     Problem {
         text: text.into(),
         exit: EXIT_USAGE,
@@ -182,7 +181,7 @@ pub fn usage(text: impl Into<String>) -> Problem {
 }
 
 /// The value of a required option, trimmed as mqadmin trims it.
-pub fn required<'p>(parsed: &'p Parsed, long: &str) -> &'p str {
+pub(crate) fn required<'p>(parsed: &'p Parsed, long: &str) -> &'p str {
     parsed.value(long).map(str::trim).unwrap_or_default()
 }
 

@@ -24,33 +24,31 @@ use super::options::Parsed;
 use super::{EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, Problem};
 use crate::remoting_client::{Client, ClientOptions};
 
-pub use read::route_text;
-
 /// `key → canonical value` of one kind of data on one node.
-pub type Section = BTreeMap<String, String>;
+pub(crate) type Section = BTreeMap<String, String>;
 
 /// What to compare.
 #[derive(Debug, Clone, Default)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// Only these topics (`-t`), else every topic each node lists.
-    pub topics: Option<Vec<String>>,
+    pub(crate) topics: Option<Vec<String>>,
     /// KV namespaces to compare (`-s`).
-    pub namespaces: Vec<String>,
+    pub(crate) namespaces: Vec<String>,
     /// Compare brokers' data versions (`--dataVersion`).
-    pub data_version: bool,
+    pub(crate) data_version: bool,
     /// Config keys left out (`--ignoreConfig`).
-    pub ignore_config: Vec<String>,
+    pub(crate) ignore_config: Vec<String>,
 }
 
 /// One node's answers: sections in a fixed order; `None` where the node could not be read.
 #[derive(Debug)]
-pub struct Node {
+pub(crate) struct Node {
     /// The node's address.
-    pub addr: String,
+    pub(crate) addr: String,
     /// `(kind, section)` pairs, the same kinds in the same order for every node.
-    pub sections: Vec<(String, Option<Section>)>,
+    pub(crate) sections: Vec<(String, Option<Section>)>,
     /// What went wrong while reading it.
-    pub problems: Vec<Problem>,
+    pub(crate) problems: Vec<Problem>,
 }
 
 fn list_option(parsed: &Parsed, long: &str) -> Vec<String> {
@@ -67,7 +65,7 @@ fn list_option(parsed: &Parsed, long: &str) -> Vec<String> {
 }
 
 /// Runs `diff` against `servers`; returns the problems to report and the exit code.
-pub async fn run(
+pub(crate) async fn run(
     client: &mut Client,
     servers: &[String],
     parsed: &Parsed,
@@ -107,7 +105,7 @@ pub async fn run(
 }
 
 /// Reads every node concurrently, each on its own client.
-pub async fn gather(opts: &ClientOptions, servers: &[String], plan: Arc<Plan>) -> Vec<Node> {
+pub(crate) async fn gather(opts: &ClientOptions, servers: &[String], plan: Arc<Plan>) -> Vec<Node> {
     let mut tasks = tokio::task::JoinSet::new();
     for (i, addr) in servers.iter().enumerate() {
         let client = Client::new(opts.clone());

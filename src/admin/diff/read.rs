@@ -187,7 +187,7 @@ async fn routes(
 }
 
 /// A route's queues (sorted by broker group) and order configuration, in one line.
-pub fn route_text(route: &RouteInfo) -> String {
+pub(super) fn route_text(route: &RouteInfo) -> String {
     let mut queues: Vec<String> = route
         .queue_datas
         .iter()

@@ -10,17 +10,17 @@ use super::Node;
 
 /// One key whose value is not the same on every node that could be read.
 #[derive(Debug)]
-pub struct Difference {
+pub(super) struct Difference {
     /// The kind (`brokers`, `routes`, `kv ORDER_TOPIC_CONFIG`, …).
-    pub kind: String,
+    pub(crate) kind: String,
     /// The key (broker name, topic, KV key, config key, …).
-    pub key: String,
+    pub(crate) key: String,
     /// Each distinct value (`None` = absent) with the nodes holding it, in node order.
-    pub groups: Vec<(Option<String>, Vec<String>)>,
+    pub(crate) groups: Vec<(Option<String>, Vec<String>)>,
 }
 
 /// Every difference, kind by kind in the nodes' section order, keys sorted.
-pub fn compare(nodes: &[Node]) -> Vec<Difference> {
+pub(super) fn compare(nodes: &[Node]) -> Vec<Difference> {
     let mut out = Vec::new();
     let Some(first) = nodes.first() else {
         return out;
@@ -77,7 +77,7 @@ fn compared(nodes: &[Node]) -> Vec<(String, usize)> {
 }
 
 /// The text report: one block per kind with differences, then a summary line.
-pub fn text(nodes: &[Node], differences: &[Difference]) -> String {
+pub(super) fn text(nodes: &[Node], differences: &[Difference]) -> String {
     let mut out = String::new();
     let addrs: Vec<&str> = nodes.iter().map(|n| n.addr.as_str()).collect();
     let _ = writeln!(out, "name servers: {}", addrs.join(", "));
@@ -140,7 +140,7 @@ pub fn text(nodes: &[Node], differences: &[Difference]) -> String {
 }
 
 /// The JSON report: one document.
-pub fn json(nodes: &[Node], differences: &[Difference]) -> String {
+pub(super) fn json(nodes: &[Node], differences: &[Difference]) -> String {
     let diffs: Vec<serde_json::Value> = differences
         .iter()
         .map(|d| {

@@ -131,7 +131,7 @@ fn value_pretty(depth: usize, v: &serde_json::Value) -> String {
 /// `topicRoute`'s default output: the client-side `TopicRouteData` as fastjson 1.2.83 writes
 /// it with `toJson(true)`, followed by a newline. (Static-topic mappings, which the name
 /// server passes through, are written with sorted properties.)
-pub fn route_pretty(r: &RouteInfo) -> String {
+pub(crate) fn route_pretty(r: &RouteInfo) -> String {
     let d = 1;
     let mut filters: Vec<(&String, &Vec<String>)> = r
         .filter_server_table
@@ -169,7 +169,7 @@ pub fn route_pretty(r: &RouteInfo) -> String {
 }
 
 /// Java's `AbstractMap.toString()` of a broker's addresses: `{0=a:1, 1=b:2}`.
-pub fn java_map_text(b: &BrokerInfo) -> String {
+pub(crate) fn java_map_text(b: &BrokerInfo) -> String {
     let entries: Vec<String> = b
         .addrs()
         .into_iter()
@@ -179,7 +179,7 @@ pub fn java_map_text(b: &BrokerInfo) -> String {
 }
 
 /// Java's `AbstractCollection.toString()`: `[a, b]`.
-pub fn java_list_text(items: &[String]) -> String {
+pub(crate) fn java_list_text(items: &[String]) -> String {
     format!("[{}]", items.join(", "))
 }
 
@@ -205,7 +205,7 @@ fn queues_by_broker(r: &RouteInfo) -> Vec<(&str, &QueueInfo)> {
 
 /// `topicRoute -l`: one row per broker group sorted by name, a rule of 158 dashes, and the
 /// totals. Fails, as mqadmin does, when a broker group has no queue data.
-pub fn route_list(r: &RouteInfo) -> Result<String, String> {
+pub(crate) fn route_list(r: &RouteInfo) -> Result<String, String> {
     let queues = queues_by_broker(r);
     let mut brokers: Vec<&BrokerInfo> = r.broker_datas.iter().collect();
     brokers.sort_by(|a, b| java_string_cmp(&a.broker_name, &b.broker_name));
@@ -260,7 +260,7 @@ pub fn route_list(r: &RouteInfo) -> Result<String, String> {
 }
 
 /// Keys in the order of a Java `HashMap` holding them (document order within a bucket).
-pub fn java_order<T>(entries: &Ordered<T>) -> Vec<&(String, T)> {
+pub(crate) fn java_order<T>(entries: &Ordered<T>) -> Vec<&(String, T)> {
     let mut v: Vec<&(String, T)> = entries.0.iter().collect();
     crate::protocol::java_hash::sort_strings_by_java_order(
         &mut v,
@@ -271,7 +271,7 @@ pub fn java_order<T>(entries: &Ordered<T>) -> Vec<&(String, T)> {
 }
 
 /// `UtilAll.frontStringAtLeast`: the first `n` characters.
-pub fn front(s: &str, n: usize) -> &str {
+pub(crate) fn front(s: &str, n: usize) -> &str {
     match s.char_indices().nth(n) {
         Some((at, _)) => &s[..at],
         None => s,

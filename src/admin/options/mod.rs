@@ -12,22 +12,22 @@ use std::fmt::Write as _;
 
 mod table;
 
-pub use table::COMMANDS;
+pub(crate) use table::COMMANDS;
 use table::COMMON;
 
 /// One option of a sub-command.
 #[derive(Debug, Clone, Copy)]
-pub struct OptSpec {
+pub(crate) struct OptSpec {
     /// The one-letter name (`-n`), if any.
-    pub short: Option<char>,
+    pub(crate) short: Option<char>,
     /// The long name (`--namesrvAddr`).
-    pub long: &'static str,
+    pub(crate) long: &'static str,
     /// Whether the option takes a value.
-    pub takes_value: bool,
+    pub(crate) takes_value: bool,
     /// Whether the option must be given.
-    pub required: bool,
+    pub(crate) required: bool,
     /// The help text.
-    pub desc: &'static str,
+    pub(crate) desc: &'static str,
 }
 
 impl OptSpec {
@@ -40,62 +40,49 @@ impl OptSpec {
 
 /// Which sub-command a spec describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CommandKind {
-    #[allow(missing_docs)]
+pub(crate) enum CommandKind {
     ClusterList,
-    #[allow(missing_docs)]
     TopicList,
-    #[allow(missing_docs)]
     TopicRoute,
-    #[allow(missing_docs)]
     TopicClusterList,
-    #[allow(missing_docs)]
     GetNamesrvConfig,
-    #[allow(missing_docs)]
     UpdateNamesrvConfig,
-    #[allow(missing_docs)]
     UpdateKvConfig,
-    #[allow(missing_docs)]
     DeleteKvConfig,
-    #[allow(missing_docs)]
     UpdateOrderConf,
-    #[allow(missing_docs)]
     WipeWritePerm,
-    #[allow(missing_docs)]
     AddWritePerm,
-    #[allow(missing_docs)]
     DeleteTopic,
-    #[allow(missing_docs)]
     Diff,
 }
 
 /// A sub-command: its name, one-line description and options (besides the common ones).
 #[derive(Debug)]
-pub struct CommandSpec {
+pub(crate) struct CommandSpec {
     /// The name as mqadmin spells it (matched ignoring case).
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// The description listed by `nsadmin` without arguments.
-    pub desc: &'static str,
+    pub(crate) desc: &'static str,
     /// The command's own options.
-    pub options: &'static [OptSpec],
+    pub(crate) options: &'static [OptSpec],
     /// Which command this is.
-    pub kind: CommandKind,
+    pub(crate) kind: CommandKind,
 }
 
 /// Finds a command by name, ignoring case as mqadmin does.
-pub fn find(name: &str) -> Option<&'static CommandSpec> {
+pub(crate) fn find(name: &str) -> Option<&'static CommandSpec> {
     COMMANDS.iter().find(|c| c.name.eq_ignore_ascii_case(name))
 }
 
 /// The parsed options of one invocation: `(long name, value)` in command-line order.
 #[derive(Debug, Default)]
-pub struct Parsed {
+pub(crate) struct Parsed {
     values: Vec<(&'static str, Option<String>)>,
 }
 
 impl Parsed {
     /// Whether the option `long` was given.
-    pub fn has(&self, long: &str) -> bool {
+    pub(crate) fn has(&self, long: &str) -> bool {
         self.values.iter().any(|(k, _)| *k == long)
     }
 
@@ -111,16 +98,16 @@ impl Parsed {
 /// Why the command line was refused; the text is commons-cli's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct UsageError(pub String);
+pub(crate) struct UsageError(pub String);
 
 impl CommandSpec {
     /// The command's options followed by the common ones.
-    pub fn all_options(&self) -> impl Iterator<Item = &OptSpec> {
+    pub(crate) fn all_options(&self) -> impl Iterator<Item = &OptSpec> {
         self.options.iter().chain(COMMON.iter())
     }
 
     /// Parses the arguments after the command name.
-    pub fn parse(&self, args: &[String]) -> Result<Parsed, UsageError> {
+    pub(crate) fn parse(&self, args: &[String]) -> Result<Parsed, UsageError> {
         let mut parsed = Parsed::default();
         let mut i = 0;
         while i < args.len() {
@@ -251,7 +238,7 @@ impl CommandSpec {
     }
 
     /// The usage text commons-cli's `HelpFormatter.printHelp(app, options, true)` prints.
-    pub fn usage(&self) -> String {
+    pub(crate) fn usage(&self) -> String {
         let mut opts: Vec<&OptSpec> = self.all_options().collect();
         opts.sort_by_key(|o| o.key().to_lowercase());
         let mut line = format!("usage: nsadmin {}", self.name);
@@ -287,7 +274,7 @@ impl CommandSpec {
 }
 
 /// The list printed by `nsadmin` without arguments (mqadmin's `printHelp`).
-pub fn command_list() -> String {
+pub(crate) fn command_list() -> String {
     let mut out = String::from("The most commonly used nsadmin commands are:\n");
     for c in COMMANDS {
         let _ = writeln!(out, "   {:<35} {}", c.name, c.desc);

@@ -66,7 +66,7 @@ const JSON: OptSpec = long_only(
 );
 
 /// Every sub-command, in the order mqadmin lists them (then nsadmin's own).
-pub const COMMANDS: &[CommandSpec] = &[
+pub(crate) const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "deleteTopic",
         desc: "Delete topic from NameServer (name servers only: brokers are not touched).",

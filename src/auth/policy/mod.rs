@@ -48,10 +48,11 @@ pub enum Permission {
 
 impl Permission {
     /// Every class, in the order the file and the logs name them.
-    pub const ALL: [Permission; 3] = [Permission::Read, Permission::Broker, Permission::Admin];
+    pub(crate) const ALL: [Permission; 3] =
+        [Permission::Read, Permission::Broker, Permission::Admin];
 
     /// The class's name in the accounts file (`read`, `broker`, `admin`).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Permission::Read => "read",
             Permission::Broker => "broker",
@@ -67,7 +68,7 @@ impl Permission {
 /// One account of the accounts file. The secret key never leaves this module's decisions:
 /// it is not printed by `Debug` and never part of a remark or log line.
 #[derive(Clone)]
-pub struct Account {
+pub(crate) struct Account {
     pub(super) secret_key: String,
     /// May send each class, indexed by [`Permission`].
     pub(super) may: [bool; 3],
@@ -86,7 +87,7 @@ impl fmt::Debug for Account {
 
 impl Account {
     /// Whether the account may send requests of `class`.
-    pub fn may(&self, class: Permission) -> bool {
+    pub(crate) fn may(&self, class: Permission) -> bool {
         self.may[class.index()]
     }
 }
@@ -94,7 +95,7 @@ impl Account {
 /// A loaded accounts file: what needs a signature, trusted addresses and accounts by access
 /// key. Replaced as a whole on reload.
 #[derive(Debug, Clone, Default)]
-pub struct Policy {
+pub(crate) struct Policy {
     /// Whether each class needs a signature, indexed by [`Permission`].
     pub(super) signature_required: [bool; 3],
     pub(super) global_white_remote_addresses: Vec<AddressPattern>,
@@ -103,13 +104,13 @@ pub struct Policy {
 
 impl Policy {
     /// Whether requests of `class` need a signature.
-    pub fn signature_required(&self, class: Permission) -> bool {
+    pub(crate) fn signature_required(&self, class: Permission) -> bool {
         self.signature_required[class.index()]
     }
 
     /// The keys of the address rules this policy has: `globalWhiteRemoteAddresses` (when it
     /// lists a pattern) and `whiteRemoteAddress` (when an account sets one).
-    pub fn address_rules(&self) -> Vec<&'static str> {
+    pub(crate) fn address_rules(&self) -> Vec<&'static str> {
         let mut rules = Vec::new();
         if !self.global_white_remote_addresses.is_empty() {
             rules.push("globalWhiteRemoteAddresses");
@@ -125,14 +126,14 @@ impl Policy {
     }
 
     /// Number of accounts.
-    pub fn account_count(&self) -> usize {
+    pub(crate) fn account_count(&self) -> usize {
         self.accounts.len()
     }
 
     /// Whether `access_key` with `secret_key` names an account allowed to send `class` from
     /// `peer`, for callers that take credentials directly rather than as a signature (the
     /// HTTP side door): the same checks as a signed request, in the same order.
-    pub fn check_credentials(
+    pub(crate) fn check_credentials(
         &self,
         access_key: &str,
         secret_key: &str,
@@ -165,7 +166,7 @@ fn account_admits(account: &Account, class: Permission, peer: IpAddr) -> Result<
 
 /// How a request was let through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Admission<'p> {
+pub(crate) enum Admission<'p> {
     /// Its class needs no signature.
     Open,
     /// It came from a `globalWhiteRemoteAddresses` address.
@@ -206,7 +207,7 @@ impl Reason {
     ];
 
     /// A stable snake_case label (logs, metrics).
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Reason::MissingAccessKey => "missing_access_key",
             Reason::UnknownAccessKey => "unknown_access_key",
@@ -218,7 +219,7 @@ impl Reason {
     }
 
     /// Position in [`Reason::ALL`].
-    pub fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         self as usize
     }
 }
@@ -228,17 +229,17 @@ impl Reason {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
     /// Why.
-    pub reason: Reason,
+    pub(crate) reason: Reason,
     /// The request code.
-    pub code: i32,
+    pub(crate) code: i32,
     /// The request's class.
-    pub class: Permission,
+    pub(crate) class: Permission,
     /// The access key the request carried, cut to a printable length.
-    pub access_key: Option<String>,
+    pub(crate) access_key: Option<String>,
     /// The peer's address.
-    pub peer: IpAddr,
+    pub(crate) peer: IpAddr,
     /// For [`Reason::BadSignature`]: whether the signature was absent rather than wrong.
-    pub signature_missing: bool,
+    pub(crate) signature_missing: bool,
 }
 
 impl fmt::Display for Refusal {
@@ -275,7 +276,7 @@ impl fmt::Display for Refusal {
 }
 
 /// Decides whether `req` from `peer`, a request of `class`, may be served under `policy`.
-pub fn decide<'p>(
+pub(crate) fn decide<'p>(
     policy: &'p Policy,
     req: &RemotingCommand,
     peer: IpAddr,

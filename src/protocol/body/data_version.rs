@@ -1,4 +1,4 @@
-//! `DataVersion`: the version stamp of a broker's topic configuration (JSON.md §7).
+//! `DataVersion`: the version stamp of a broker's topic configuration.
 
 use serde::Deserialize;
 
@@ -39,7 +39,7 @@ fn zero_counter() -> Option<i64> {
 
 impl DataVersion {
     /// The all-zero version Java uses for a registration without a body.
-    pub const ZERO: DataVersion = DataVersion {
+    pub(crate) const ZERO: DataVersion = DataVersion {
         state_version: 0,
         timestamp: 0,
         counter: Some(0),
@@ -59,7 +59,7 @@ impl DataVersion {
     }
 
     /// Java's `DataVersion.equals`.
-    pub fn same_as(&self, other: &DataVersion) -> bool {
+    pub(crate) fn same_as(&self, other: &DataVersion) -> bool {
         !self.timestamp_defaulted
             && !other.timestamp_defaulted
             && self.state_version == other.state_version
@@ -68,7 +68,7 @@ impl DataVersion {
     }
 
     /// Writes the JSON form: `{"counter":N,"stateVersion":N,"timestamp":N}`.
-    pub fn write_json(&self, w: &mut JsonWriter<'_>) {
+    pub(crate) fn write_json(&self, w: &mut JsonWriter<'_>) {
         w.punct(b'{');
         if let Some(counter) = self.counter {
             w.key("counter");

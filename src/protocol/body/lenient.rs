@@ -40,22 +40,22 @@ impl<'de> Visitor<'de> for IntVisitor {
 }
 
 /// An optional long: number, numeric string, or null.
-pub fn opt_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+pub(crate) fn opt_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
     d.deserialize_any(IntVisitor)
 }
 
 /// A long that keeps 0 when null.
-pub fn i64_or_zero<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+pub(crate) fn i64_or_zero<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
     Ok(opt_i64(d)?.unwrap_or(0))
 }
 
 /// An optional int (longs wrap, as Java's `intValue()`).
-pub fn opt_i32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error> {
+pub(crate) fn opt_i32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error> {
     Ok(opt_i64(d)?.map(|v| v as i32))
 }
 
 /// An int that keeps 0 when null.
-pub fn i32_or_zero<'de, D: Deserializer<'de>>(d: D) -> Result<i32, D::Error> {
+pub(crate) fn i32_or_zero<'de, D: Deserializer<'de>>(d: D) -> Result<i32, D::Error> {
     Ok(opt_i32(d)?.unwrap_or(0))
 }
 
@@ -84,7 +84,7 @@ impl<'de> Visitor<'de> for BoolVisitor {
 }
 
 /// A boolean: `true`/`false`, 0/1, `"true"`, or null (false).
-pub fn bool_or_false<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+pub(crate) fn bool_or_false<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
     d.deserialize_any(BoolVisitor)
 }
 
@@ -116,13 +116,13 @@ impl<'de> Visitor<'de> for StringVisitor {
 }
 
 /// An optional string; scalars are converted to their text.
-pub fn opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+pub(crate) fn opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     d.deserialize_any(StringVisitor)
 }
 
 /// Fails unless `json` starts (after whitespace) with `{`: serde would otherwise read a JSON
 /// array into a struct by position, which fastjson never does.
-pub fn expect_object(json: &[u8]) -> Result<(), serde_json::Error> {
+pub(crate) fn expect_object(json: &[u8]) -> Result<(), serde_json::Error> {
     match json.iter().find(|b| !b.is_ascii_whitespace()) {
         Some(b'{') => Ok(()),
         _ => Err(<serde_json::Error as serde::de::Error>::custom(
@@ -134,7 +134,7 @@ pub fn expect_object(json: &[u8]) -> Result<(), serde_json::Error> {
 /// Rewrites fastjson's unquoted numeric object keys (`{0:"a",1:"b"}`) into quoted ones so a
 /// strict parser accepts them. Text inside strings is left alone. Returns the input unchanged
 /// when there is nothing to rewrite.
-pub fn quote_numeric_keys(json: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+pub(crate) fn quote_numeric_keys(json: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     let mut out: Option<Vec<u8>> = None;
     let mut i = 0;
     let mut in_string = false;
@@ -202,7 +202,7 @@ fn bare_numeric_key(json: &[u8], i: usize) -> Option<std::ops::Range<usize>> {
 
 /// Whether fastjson decodes `body` to `null` rather than failing: invalid UTF-8, a blank
 /// document, or the literal `null`.
-pub fn reads_as_null(body: &[u8]) -> bool {
+pub(crate) fn reads_as_null(body: &[u8]) -> bool {
     match std::str::from_utf8(body) {
         Ok(text) => matches!(
             text.trim_matches(|c: char| c.is_ascii_whitespace()),

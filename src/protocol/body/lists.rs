@@ -1,6 +1,6 @@
 //! The smaller response bodies: `TopicList`, `ClusterInfo`, `KVTable` and
-//! `GetBrokerMemberGroupResponseBody` (JSON.md §4, §5, §8, §10), all written with the legacy
-//! writer in Java's collection order.
+//! `GetBrokerMemberGroupResponseBody` (Java's classes of those names, encoded by
+//! `RemotingSerializable#encode`), all written with the legacy writer in Java's collection order.
 
 use std::collections::BTreeMap;
 
@@ -29,7 +29,7 @@ pub fn topic_list<S: AsRef<str>>(topics: Vec<S>, broker_addr: Option<&str>) -> V
 
 /// `{"brokerAddrTable":{name:BrokerData},"clusterAddrTable":{cluster:[names]}}`, everything
 /// given in the Java tables' order (see `RouteTable::cluster_snapshot`).
-pub fn cluster_info(brokers: Vec<&BrokerData>, clusters: Vec<(&str, Vec<&str>)>) -> Vec<u8> {
+pub(crate) fn cluster_info(brokers: Vec<&BrokerData>, clusters: Vec<(&str, Vec<&str>)>) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + 200 * brokers.len());
     let mut w = JsonWriter::new(&mut out, JsonStyle::Legacy);
     w.raw(b"{\"brokerAddrTable\":{");
@@ -53,7 +53,7 @@ pub fn cluster_info(brokers: Vec<&BrokerData>, clusters: Vec<(&str, Vec<&str>)>)
 }
 
 /// `{"table":{k:v,…}}` for one KV namespace, its entries given in Java's `HashMap` order.
-pub fn kv_table<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<u8> {
+pub(crate) fn kv_table<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<u8> {
     let entries: Vec<(&str, &str)> = entries.into_iter().collect();
     let mut out = Vec::with_capacity(
         16 + entries
@@ -75,7 +75,7 @@ pub fn kv_table<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> Ve
 }
 
 /// `{"brokerMemberGroup":{"brokerAddrs":{…},"brokerName":…,"cluster":…}}`.
-pub fn broker_member_group(
+pub(crate) fn broker_member_group(
     cluster: &str,
     broker_name: &str,
     addrs: &BTreeMap<i64, Name>,

@@ -1,5 +1,5 @@
 //! `TopicQueueMappingInfo`: the static-topic mapping a 5.x broker registers for a topic and
-//! the name server returns in `topicQueueMappingByBroker` (JSON.md §3).
+//! the name server returns in `topicQueueMappingByBroker`.
 
 use serde::Deserialize;
 
@@ -56,11 +56,6 @@ impl MappingInfo {
         let quoted = lenient::quote_numeric_keys(json);
         let wire: Wire = serde_json::from_slice(&quoted)?;
         Self::from_wire(wire)
-    }
-
-    /// Parses an already-parsed JSON value (a map entry of a JSON registration body).
-    pub fn from_value(value: serde_json::Value) -> Result<MappingInfo, serde_json::Error> {
-        Self::from_wire(serde_json::from_value(value)?)
     }
 
     fn from_wire(wire: Wire) -> Result<MappingInfo, serde_json::Error> {

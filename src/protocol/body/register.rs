@@ -1,4 +1,4 @@
-//! The REGISTER_BROKER request body (JSON.md §6): a `RegisterBrokerBody` in JSON or in the
+//! The REGISTER_BROKER request body: a `RegisterBrokerBody` in JSON or in the
 //! zlib-compressed binary layout, or for brokers older than V3_0_11 a bare
 //! `TopicConfigSerializeWrapper`.
 //!
@@ -38,9 +38,9 @@ pub struct DecodeOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TableHint {
     /// Length of the table's JSON text.
-    pub len: usize,
+    pub(crate) len: usize,
     /// Its digest ([`RegisterBody::table_digest`]).
-    pub digest: u64,
+    pub(crate) digest: u64,
 }
 
 /// Why a registration body could not be read.
@@ -131,7 +131,7 @@ impl TopicSource<'_> {
 impl RegisterBody {
     /// A body for a request that carried none: zero data version, no topics, empty filter
     /// list (or none for pre-V3_0_11 brokers).
-    pub fn empty(version: i32) -> RegisterBody {
+    pub(crate) fn empty(version: i32) -> RegisterBody {
         RegisterBody {
             source: Bytes::new(),
             form: Form::Json,
@@ -184,7 +184,7 @@ impl RegisterBody {
     }
 
     /// The hint by which the next body's identical table can be recognised.
-    pub fn table_hint(&self) -> TableHint {
+    pub(crate) fn table_hint(&self) -> TableHint {
         TableHint {
             len: self.table.as_ref().map_or(0, |r| r.len()),
             digest: self.table_digest,

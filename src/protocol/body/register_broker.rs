@@ -70,7 +70,7 @@ impl RegisterBroker {
     }
 
     /// Adds a topic with `queues` read and write queues, perm 6 (read and write).
-    pub fn topic(mut self, name: &str, queues: u32) -> RegisterBroker {
+    pub(crate) fn topic(mut self, name: &str, queues: u32) -> RegisterBroker {
         if !self.table.is_empty() {
             self.table.push(',');
         }
@@ -78,7 +78,7 @@ impl RegisterBroker {
         self
     }
 
-    /// Adds each of `names` as [`RegisterBroker::topic`] does.
+    /// Adds each of `names` as `RegisterBroker::topic` does.
     pub fn topics<S: AsRef<str>>(
         self,
         names: impl IntoIterator<Item = S>,

@@ -1,5 +1,5 @@
 //! Route data: `QueueData`, `BrokerData` and the `TopicRouteData` body of
-//! GET_ROUTEINFO_BY_TOPIC (JSON.md §2), written in either fastjson style.
+//! GET_ROUTEINFO_BY_TOPIC, written in either fastjson style (`ClientRequestProcessor#getRouteInfoByTopic`).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -19,33 +19,33 @@ use crate::protocol::json::{JsonStyle, JsonWriter};
 pub type Name = Arc<str>;
 
 /// PERM_WRITE.
-pub const PERM_WRITE: i32 = 2;
+pub(crate) const PERM_WRITE: i32 = 2;
 /// PERM_READ.
-pub const PERM_READ: i32 = 4;
+pub(crate) const PERM_READ: i32 = 4;
 
 /// One broker group's queues of a topic.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QueueData {
+pub(crate) struct QueueData {
     /// The broker group serving the queues.
-    pub broker_name: Name,
+    pub(crate) broker_name: Name,
     /// Readable queues.
-    pub read_queue_nums: i32,
+    pub(crate) read_queue_nums: i32,
     /// Writable queues.
-    pub write_queue_nums: i32,
+    pub(crate) write_queue_nums: i32,
     /// Permission bits.
-    pub perm: i32,
+    pub(crate) perm: i32,
     /// `TopicSysFlag` bits.
-    pub topic_sys_flag: i32,
+    pub(crate) topic_sys_flag: i32,
 }
 
 impl QueueData {
     /// Whether the write bit is set.
-    pub fn is_writeable(&self) -> bool {
+    pub(crate) fn is_writeable(&self) -> bool {
         self.perm & PERM_WRITE == PERM_WRITE
     }
 
     /// Writes `{"brokerName":…,"perm":…,"readQueueNums":…,"topicSysFlag":…,"writeQueueNums":…}`.
-    pub fn write_json(&self, w: &mut JsonWriter<'_>) {
+    pub(crate) fn write_json(&self, w: &mut JsonWriter<'_>) {
         w.raw(b"{\"brokerName\":");
         w.string(&self.broker_name);
         w.raw(b",\"perm\":");
@@ -64,21 +64,21 @@ impl QueueData {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BrokerData {
     /// The cluster the group first registered under.
-    pub cluster: Name,
+    pub(crate) cluster: Name,
     /// The group's name.
-    pub broker_name: Name,
+    pub(crate) broker_name: Name,
     /// Broker id → address; id 0 is the master.
-    pub addrs: BTreeMap<i64, Name>,
+    pub(crate) addrs: BTreeMap<i64, Name>,
     /// The zone from the last registration's `__ZONE_NAME`.
-    pub zone_name: Option<Name>,
+    pub(crate) zone_name: Option<Name>,
     /// Whether the group runs in slave-acting-master mode.
-    pub enable_acting_master: bool,
+    pub(crate) enable_acting_master: bool,
 }
 
 impl BrokerData {
     /// Writes the JSON form: `brokerAddrs`, `brokerName`, `cluster`, `enableActingMaster` and,
     /// when set, `zoneName`.
-    pub fn write_json(&self, w: &mut JsonWriter<'_>) {
+    pub(crate) fn write_json(&self, w: &mut JsonWriter<'_>) {
         w.raw(b"{\"brokerAddrs\":");
         write_addrs(w, &self.addrs);
         w.raw(b",\"brokerName\":");
@@ -96,7 +96,7 @@ impl BrokerData {
 }
 
 /// A broker-id → address map in the iteration order of Java's `HashMap<Long, String>`.
-pub fn addrs_in_java_order(addrs: &BTreeMap<i64, Name>) -> Vec<(i64, &Name)> {
+pub(crate) fn addrs_in_java_order(addrs: &BTreeMap<i64, Name>) -> Vec<(i64, &Name)> {
     let mut entries: Vec<(i64, &Name)> = addrs.iter().map(|(k, v)| (*k, v)).collect();
     sort_by_java_order(&mut entries, Table::DEFAULT, |(id, _)| long_hash(*id));
     entries
@@ -104,7 +104,7 @@ pub fn addrs_in_java_order(addrs: &BTreeMap<i64, Name>) -> Vec<(i64, &Name)> {
 
 /// Writes a broker-id → address map: unquoted keys in Java `HashMap` order (legacy) or quoted
 /// keys sorted numerically (standard).
-pub fn write_addrs(w: &mut JsonWriter<'_>, addrs: &BTreeMap<i64, Name>) {
+pub(crate) fn write_addrs(w: &mut JsonWriter<'_>, addrs: &BTreeMap<i64, Name>) {
     let entries: Vec<(i64, &Name)> = match w.style() {
         JsonStyle::Legacy => addrs_in_java_order(addrs),
         JsonStyle::Standard => addrs.iter().map(|(k, v)| (*k, v)).collect(),
@@ -124,15 +124,15 @@ pub fn write_addrs(w: &mut JsonWriter<'_>, addrs: &BTreeMap<i64, Name>) {
 #[derive(Debug, Default)]
 pub struct TopicRouteData<'a> {
     /// Queue data per broker group, in output order.
-    pub queue_datas: Vec<&'a QueueData>,
+    pub(crate) queue_datas: Vec<&'a QueueData>,
     /// Copies of the groups' broker data, in output order (owned when rewritten).
-    pub broker_datas: Vec<Cow<'a, BrokerData>>,
+    pub(crate) broker_datas: Vec<Cow<'a, BrokerData>>,
     /// Filter servers by broker address (`None` values are omitted, as Java's null values).
-    pub filter_server_table: Vec<(Name, Option<&'a [String]>)>,
+    pub(crate) filter_server_table: Vec<(Name, Option<&'a [String]>)>,
     /// `brokerName:queueNum;…` from the ORDER_TOPIC_CONFIG namespace.
-    pub order_topic_conf: Option<&'a str>,
+    pub(crate) order_topic_conf: Option<&'a str>,
     /// Static-topic mappings by broker name.
-    pub mappings: Option<Vec<(&'a str, &'a MappingInfo)>>,
+    pub(crate) mappings: Option<Vec<(&'a str, &'a MappingInfo)>>,
 }
 
 impl TopicRouteData<'_> {
@@ -195,7 +195,7 @@ impl TopicRouteData<'_> {
 
 /// Orders the entries of a string-keyed map: sorted (standard, `MapSortField`) or in the
 /// order of a default Java `HashMap` (legacy).
-pub fn sort_map_entries<T>(entries: &mut [T], style: JsonStyle, key: impl Fn(&T) -> &str) {
+pub(crate) fn sort_map_entries<T>(entries: &mut [T], style: JsonStyle, key: impl Fn(&T) -> &str) {
     match style {
         JsonStyle::Standard => entries.sort_by(|a, b| java_string_cmp(key(a), key(b))),
         JsonStyle::Legacy => sort_strings_by_java_order(entries, Table::DEFAULT, key),
@@ -203,7 +203,7 @@ pub fn sort_map_entries<T>(entries: &mut [T], style: JsonStyle, key: impl Fn(&T)
 }
 
 /// Java's `String.compareTo`: by UTF-16 code units.
-pub fn java_string_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+pub(crate) fn java_string_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
 }
 
@@ -240,7 +240,7 @@ pub struct QueueDataInput {
 
 /// Reads the `queueDatas` of a `TopicRouteData` body; the rest of the body is only checked
 /// for syntax. A missing or null `queueDatas` gives an empty list.
-pub fn decode_queue_datas(json: &[u8]) -> Result<Vec<QueueDataInput>, String> {
+pub(crate) fn decode_queue_datas(json: &[u8]) -> Result<Vec<QueueDataInput>, String> {
     let mut s = Scanner::new(json);
     let mut it = s.begin_object().map_err(|e| e.to_string())?;
     let mut out = Vec::new();

@@ -16,27 +16,27 @@ use std::ops::Range;
 #[error("JSON syntax error at byte {pos}: {what}")]
 pub struct ScanError {
     /// Offset of the offending byte.
-    pub pos: usize,
+    pub(crate) pos: usize,
     /// What was expected or found.
-    pub what: &'static str,
+    pub(crate) what: &'static str,
 }
 
 type Result<T> = std::result::Result<T, ScanError>;
 
 /// Cursor over a JSON document.
-pub struct Scanner<'a> {
+pub(crate) struct Scanner<'a> {
     buf: &'a [u8],
     pos: usize,
 }
 
 /// Iteration state of one object being walked with [`Scanner::next_key`].
-pub struct ObjectIter {
+pub(crate) struct ObjectIter {
     first: bool,
 }
 
 impl<'a> Scanner<'a> {
     /// A scanner at the start of `buf`.
-    pub fn new(buf: &'a [u8]) -> Self {
+    pub(crate) fn new(buf: &'a [u8]) -> Self {
         Scanner { buf, pos: 0 }
     }
 
@@ -68,14 +68,14 @@ impl<'a> Scanner<'a> {
     }
 
     /// Moves the cursor to byte `pos`.
-    pub fn seek(&mut self, pos: usize) {
+    pub(crate) fn seek(&mut self, pos: usize) {
         self.pos = pos.min(self.buf.len());
     }
 
     /// Skips an object or array *without* checking its syntax, only matching brackets outside
     /// strings, and returns its span. For large values whose content is checked later (or
     /// recognised as byte-identical to content checked before): about one byte per cycle.
-    pub fn object_span(&mut self) -> Result<Range<usize>> {
+    pub(crate) fn object_span(&mut self) -> Result<Range<usize>> {
         self.ws();
         let start = self.pos;
         match self.buf.get(start) {
@@ -94,7 +94,7 @@ impl<'a> Scanner<'a> {
     /// If the next `len` bytes are an object whose digest is `digest`, skips them and returns
     /// their span. Equal digests mean byte-identical text, so an object validated before is
     /// recognised by hashing instead of scanning.
-    pub fn known_span(&mut self, len: usize, digest: u64) -> Option<Range<usize>> {
+    pub(crate) fn known_span(&mut self, len: usize, digest: u64) -> Option<Range<usize>> {
         self.ws();
         let span = self.pos..self.pos.checked_add(len)?;
         let text = self.buf.get(span.clone())?;
@@ -108,7 +108,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Whether the next value is the literal `null` (which is then consumed).
-    pub fn take_null(&mut self) -> bool {
+    pub(crate) fn take_null(&mut self) -> bool {
         if self.peek().is_some() && self.buf[self.pos..].starts_with(b"null") {
             self.pos += 4;
             true
@@ -118,13 +118,13 @@ impl<'a> Scanner<'a> {
     }
 
     /// Consumes `{` and starts walking an object.
-    pub fn begin_object(&mut self) -> Result<ObjectIter> {
+    pub(crate) fn begin_object(&mut self) -> Result<ObjectIter> {
         self.expect(b'{', "expected '{'")?;
         Ok(ObjectIter { first: true })
     }
 
     /// The next key of the object (consuming the `:` after it), or `None` at its `}`.
-    pub fn next_key(&mut self, it: &mut ObjectIter) -> Result<Option<Cow<'a, str>>> {
+    pub(crate) fn next_key(&mut self, it: &mut ObjectIter) -> Result<Option<Cow<'a, str>>> {
         match self.peek() {
             Some(b'}') => {
                 self.pos += 1;
@@ -148,7 +148,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Skips one value and returns its byte span (without surrounding whitespace).
-    pub fn value_span(&mut self) -> Result<Range<usize>> {
+    pub(crate) fn value_span(&mut self) -> Result<Range<usize>> {
         self.ws();
         let start = self.pos;
         self.skip_value()?;
@@ -156,7 +156,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Requires that only whitespace remains.
-    pub fn end(&mut self) -> Result<()> {
+    pub(crate) fn end(&mut self) -> Result<()> {
         if self.peek().is_some() {
             self.err("trailing characters")
         } else {
@@ -165,7 +165,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Reads a string value, unescaping it.
-    pub fn string(&mut self) -> Result<Cow<'a, str>> {
+    pub(crate) fn string(&mut self) -> Result<Cow<'a, str>> {
         self.expect(b'"', "expected a string")?;
         let start = self.pos;
         let rest = &self.buf[start..];
@@ -288,7 +288,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Skips one value of any kind, validating its syntax.
-    pub fn skip_value(&mut self) -> Result<()> {
+    pub(crate) fn skip_value(&mut self) -> Result<()> {
         // Each open container: true for an object, false for an array.
         let mut stack: Vec<bool> = Vec::new();
         // Whether the next token must be a value (as opposed to a separator or closer).

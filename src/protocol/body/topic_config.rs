@@ -1,5 +1,6 @@
 //! `TopicConfig` as brokers send it in registrations, in its JSON form and in the
-//! space-separated text form of compressed registration bodies (JSON.md §6).
+//! space-separated text form of compressed registration bodies (`TopicConfig#encode`, used by
+//! `RegisterBrokerBody#encode`).
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
@@ -63,7 +64,7 @@ struct Wire {
 
 impl TopicConfig {
     /// Parses the JSON form; missing properties take Java's field defaults.
-    pub fn from_json(json: &[u8]) -> Result<TopicConfig, TopicConfigError> {
+    pub(crate) fn from_json(json: &[u8]) -> Result<TopicConfig, TopicConfigError> {
         lenient::expect_object(json)?;
         let wire: Wire = serde_json::from_slice(json)?;
         Ok(TopicConfig {
@@ -77,7 +78,7 @@ impl TopicConfig {
 
     /// Parses the text form `name read write perm filterType [attributesJson]`, split on
     /// single spaces with trailing empty parts dropped, as Java's `String.split(" ")`.
-    pub fn from_text(text: &str) -> Result<TopicConfig, TopicConfigError> {
+    pub(crate) fn from_text(text: &str) -> Result<TopicConfig, TopicConfigError> {
         let bad = || TopicConfigError::Text(text.to_owned());
         let mut parts: Vec<&str> = text.split(' ').collect();
         while parts.last() == Some(&"") {
@@ -100,7 +101,7 @@ impl TopicConfig {
     }
 
     /// The topic name of a text-form config (its first part), without parsing the rest.
-    pub fn name_of_text(text: &str) -> &str {
+    pub(crate) fn name_of_text(text: &str) -> &str {
         text.split(' ').next().unwrap_or("")
     }
 }

@@ -79,7 +79,7 @@ pub(super) struct Attached {
 
 impl Outbound {
     /// A handle with no connections yet.
-    pub fn new() -> Outbound {
+    pub(crate) fn new() -> Outbound {
         Outbound::default()
     }
 
@@ -156,7 +156,7 @@ impl Outbound {
 
 impl Attached {
     /// The line, for work that must deliver responses off the connection's task.
-    pub fn line(&self) -> &Arc<Line> {
+    pub(super) fn line(&self) -> &Arc<Line> {
         &self.line
     }
 }

@@ -1,6 +1,6 @@
 //! The prelude of every connection, before any frame: an optional PROXY protocol header, then
 //! the TLS decision on the next byte (`0x16` ⇒ TLS, as `NettyRemotingServer.HandshakeHandler` decides), then the TLS handshake. It
-//! turns an accepted [`TcpStream`] into a [`Transport`] (plain or TLS) and the client's address
+//! turns an accepted [`TcpStream`] into a `Transport` (plain or TLS) and the client's address
 //! (the one a PROXY header carries, else the socket's).
 //!
 //! The prelude *reads* the bytes it judges, waiting on the socket's readiness like any reader,
@@ -15,7 +15,7 @@
 //!
 //! Memory: what a prelude holds — a PROXY header being read, a TLS handshake's state and the
 //! bytes rustls has read — is reported to the buffer budget (`maxBufferedBytes`, see
-//! [`super::budget`]) under the connection's account, so stalled handshakes are closed by the
+//! `super::budget`) under the connection's account, so stalled handshakes are closed by the
 //! budget like any connection that holds too much.
 
 pub mod proxy;
@@ -39,7 +39,7 @@ use super::budget::Holding;
 use crate::addr::AllowList;
 use crate::config::Settings;
 use crate::log_limit::LogLimit;
-use crate::metrics::{Metrics, Prelude as Outcome};
+use crate::metrics::{Metrics, PreludeOutcome};
 use crate::tls::{ServerMode, ServerTls, TlsError, TlsSettings};
 use proxy::{Detect, ProxyError};
 use read::{detect, read_more, read_proxy};
@@ -68,7 +68,7 @@ fn handshake_cost(taken: usize) -> usize {
 
 /// A connection after its prelude.
 #[derive(Debug)]
-pub enum Transport {
+pub(crate) enum Transport {
     /// Plaintext frames on the socket, after the bytes the prelude read.
     Plain(Started),
     /// Frames inside TLS.
@@ -77,7 +77,7 @@ pub enum Transport {
 
 /// Why a connection ended during its prelude.
 #[derive(Debug, thiserror::Error)]
-pub enum PreludeError {
+pub(crate) enum PreludeError {
     /// The peer closed before sending anything that needs an answer.
     #[error("closed by the peer")]
     Eof,
@@ -133,7 +133,7 @@ struct Inner {
 impl Prelude {
     /// A prelude for `mode` with `tls` material (needed unless `disabled`), accepting PROXY
     /// headers from peers `proxy_from` allows (`proxyProtocolAllowedAddresses`).
-    pub fn new(
+    pub(crate) fn new(
         mode: ServerMode,
         tls: Option<ServerTls>,
         proxy_from: AllowList,
@@ -155,7 +155,7 @@ impl Prelude {
     }
 
     /// The prelude the settings ask for: `base` holds the `tls.*` keys before `tls.config.file`
-    /// (which [`ServerTls::load`] reads, and every reload re-reads). Material is loaded unless
+    /// (which `ServerTls::load` reads, and every reload re-reads). Material is loaded unless
     /// the mode is `disabled`; a missing or unusable file is an error naming key and file.
     pub fn load(base: &TlsSettings, s: &Settings) -> Result<Prelude, TlsError> {
         tracing::info!("Server is running in TLS {} mode", base.mode.name());
@@ -176,11 +176,6 @@ impl Prelude {
             s.proxy_protocol_allowed_addresses.value().clone(),
             s.handshake_timeout_millis.duration(),
         ))
-    }
-
-    /// The mode.
-    pub fn mode(&self) -> ServerMode {
-        self.0.mode
     }
 
     /// The TLS material, unless `disabled`.
@@ -205,7 +200,7 @@ impl Prelude {
             _ = holding.closed() => Err(PreludeError::Evicted),
         };
         match &result {
-            Ok((Transport::Tls(_), _)) => metrics.prelude(Outcome::TlsHandshake),
+            Ok((Transport::Tls(_), _)) => metrics.prelude(PreludeOutcome::TlsHandshake),
             Ok(_) => {}
             Err(e) => self.record(e, peer, metrics),
         }
@@ -218,12 +213,12 @@ impl Prelude {
             | PreludeError::Idle
             | PreludeError::Io(_)
             | PreludeError::Evicted => return,
-            PreludeError::TlsRefused => (Outcome::TlsRefused, &self.0.refusals),
-            PreludeError::PlainRefused => (Outcome::PlainRefused, &self.0.refusals),
-            PreludeError::ProxyNotAllowed => (Outcome::ProxyNotAllowed, &self.0.failures),
-            PreludeError::Proxy(_) => (Outcome::ProxyMalformed, &self.0.failures),
-            PreludeError::Timeout(_) => (Outcome::Timeout, &self.0.failures),
-            PreludeError::Handshake(_) => (Outcome::TlsError, &self.0.failures),
+            PreludeError::TlsRefused => (PreludeOutcome::TlsRefused, &self.0.refusals),
+            PreludeError::PlainRefused => (PreludeOutcome::PlainRefused, &self.0.refusals),
+            PreludeError::ProxyNotAllowed => (PreludeOutcome::ProxyNotAllowed, &self.0.failures),
+            PreludeError::Proxy(_) => (PreludeOutcome::ProxyMalformed, &self.0.failures),
+            PreludeError::Timeout(_) => (PreludeOutcome::Timeout, &self.0.failures),
+            PreludeError::Handshake(_) => (PreludeOutcome::TlsError, &self.0.failures),
         };
         metrics.prelude(outcome);
         if let Some(left_out) = throttle.lock().ready() {
@@ -250,7 +245,7 @@ impl Prelude {
                 return Err(PreludeError::ProxyNotAllowed);
             }
             let header = within(deadline, limit, read_proxy(&socket, &mut head, holding)).await??;
-            metrics.prelude(Outcome::ProxyHeader);
+            metrics.prelude(PreludeOutcome::ProxyHeader);
             if let Some(source) = header.source {
                 tracing::debug!(%peer, client = %source, "PROXY header");
                 client = source;

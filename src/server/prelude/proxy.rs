@@ -10,15 +10,15 @@
 use std::net::SocketAddr;
 
 /// The v2 signature: the first 12 bytes of every v2 header.
-pub const V2_SIGNATURE: [u8; 12] = [
+pub(crate) const V2_SIGNATURE: [u8; 12] = [
     0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A,
 ];
 /// The v1 prefix.
-pub const V1_PREFIX: &[u8; 5] = b"PROXY";
+pub(crate) const V1_PREFIX: &[u8; 5] = b"PROXY";
 /// Longest v1 header, CRLF included.
 pub const V1_MAX_LEN: usize = 107;
 /// Bytes of a v2 header before its addresses: signature, version/command, family, length.
-pub const V2_FIXED_LEN: usize = 16;
+pub(crate) const V2_FIXED_LEN: usize = 16;
 /// Longest v2 header accepted. The format allows 16 + 65535 bytes (and Netty accepts that);
 /// load balancers send far less (addresses plus a few TLVs such as an endpoint id), and every
 /// connection's header is held in memory until its handshake completes.
@@ -59,7 +59,7 @@ pub struct Header {
     pub len: usize,
     /// The client's address, when the header carries a TCP/IP one (not for v1 `UNKNOWN`, v2
     /// `LOCAL` — a load balancer's health check — nor unspecified or UNIX families).
-    pub source: Option<SocketAddr>,
+    pub(crate) source: Option<SocketAddr>,
 }
 
 /// Why a header could not be parsed.
@@ -118,7 +118,7 @@ fn parse_v1(input: &[u8]) -> Result<Header, ProxyError> {
 }
 
 /// A v2 header's total length, from its first [`V2_FIXED_LEN`] bytes.
-pub fn v2_len(fixed: &[u8]) -> usize {
+pub(crate) fn v2_len(fixed: &[u8]) -> usize {
     V2_FIXED_LEN + u16::from_be_bytes([fixed[14], fixed[15]]) as usize
 }
 

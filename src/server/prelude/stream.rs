@@ -36,22 +36,22 @@ impl Started {
     }
 
     /// The socket (for its options and addresses).
-    pub fn socket(&self) -> &TcpStream {
+    pub(crate) fn socket(&self) -> &TcpStream {
         &self.socket
     }
 
     /// The bytes read ahead, and the socket.
-    pub fn into_parts(self) -> (Bytes, TcpStream) {
+    pub(crate) fn into_parts(self) -> (Bytes, TcpStream) {
         (self.head, self.socket)
     }
 
     /// Bytes handed to the reader so far.
-    pub fn taken(&self) -> usize {
+    pub(crate) fn taken(&self) -> usize {
         self.taken
     }
 
     /// Waits until a read may return bytes (at once while bytes read ahead are left).
-    pub async fn readable(&self) -> io::Result<()> {
+    pub(crate) async fn readable(&self) -> io::Result<()> {
         match self.head.is_empty() {
             true => self.socket.readable().await,
             false => Ok(()),

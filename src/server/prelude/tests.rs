@@ -12,7 +12,7 @@ mod client_hello;
 
 use super::proxy::{v1_header, v2_header};
 use super::*;
-use crate::metrics::Prelude as Outcome;
+use crate::metrics::PreludeOutcome;
 use crate::server::budget::Budget;
 use crate::state::ConnId;
 use crate::tls::TlsSettings;
@@ -99,7 +99,7 @@ async fn proxy_headers_are_stripped_and_give_the_client_address() {
         assert_eq!(addr, source);
         assert_eq!(read_available(&mut stream, FRAME.len()).await, FRAME);
     }
-    assert_eq!(m.preludes(Outcome::ProxyHeader), 2);
+    assert_eq!(m.preludes(PreludeOutcome::ProxyHeader), 2);
     // LOCAL (a health check) keeps the socket's address.
     let mut bytes = v2_header(None, &[]);
     bytes.extend_from_slice(FRAME);
@@ -182,8 +182,8 @@ async fn tls_is_served_in_permissive_and_enforcing_mode_also_after_a_proxy_heade
         let source: SocketAddr = "[2001:db8::7]:99".parse().unwrap();
         let header = v2_header(Some((source, "[2001:db8::1]:9876".parse().unwrap())), &[]);
         assert_eq!(tls_round_trip(&p, header, &m).await, source);
-        assert_eq!(m.preludes(Outcome::TlsHandshake), 2);
-        assert_eq!(m.preludes(Outcome::ProxyHeader), 1);
+        assert_eq!(m.preludes(PreludeOutcome::TlsHandshake), 2);
+        assert_eq!(m.preludes(PreludeOutcome::ProxyHeader), 1);
     }
 }
 
@@ -204,8 +204,8 @@ async fn modes_refuse_what_java_refuses() {
     proxied.extend_from_slice(FRAME);
     let (result, _c) = run_with(&enforcing, proxied, &m).await;
     assert!(matches!(result, Err(PreludeError::PlainRefused)));
-    assert_eq!(m.preludes(Outcome::TlsRefused), 1);
-    assert_eq!(m.preludes(Outcome::PlainRefused), 2);
+    assert_eq!(m.preludes(PreludeOutcome::TlsRefused), 1);
+    assert_eq!(m.preludes(PreludeOutcome::PlainRefused), 2);
 }
 
 #[tokio::test]
@@ -241,8 +241,8 @@ async fn proxy_headers_are_refused_from_peers_not_allowed_and_when_malformed() {
             result = result.map(|(_, a)| a)
         );
     }
-    assert_eq!(m.preludes(Outcome::ProxyMalformed), 3);
-    assert_eq!(m.preludes(Outcome::ProxyNotAllowed), 2);
+    assert_eq!(m.preludes(PreludeOutcome::ProxyMalformed), 3);
+    assert_eq!(m.preludes(PreludeOutcome::ProxyNotAllowed), 2);
 }
 
 #[tokio::test]
@@ -253,7 +253,7 @@ async fn garbage_after_the_tls_byte_fails_the_handshake() {
     garbage.extend_from_slice(&[0xAB; 32]);
     let (result, _c) = run_with(&p, garbage, &m).await;
     assert!(matches!(result, Err(PreludeError::Handshake(_))));
-    assert_eq!(m.preludes(Outcome::TlsError), 1);
+    assert_eq!(m.preludes(PreludeOutcome::TlsError), 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -278,7 +278,7 @@ async fn stalled_handshakes_time_out() {
             result.map(|(_, a)| a)
         );
     }
-    assert_eq!(m.preludes(Outcome::Timeout), 5);
+    assert_eq!(m.preludes(PreludeOutcome::Timeout), 5);
 }
 
 #[tokio::test(start_paused = true)]
@@ -300,7 +300,7 @@ async fn a_silent_connection_is_only_idle() {
         )
         .await;
     assert!(matches!(result, Err(PreludeError::Idle)));
-    assert_eq!(m.preludes(Outcome::Timeout), 0);
+    assert_eq!(m.preludes(PreludeOutcome::Timeout), 0);
 }
 
 /// What a prelude run on a task of its own gives back.

@@ -6,7 +6,7 @@
 //! heartbeats and timeouts, and the [`Policy`] — and the record of holds shown to operators
 //! ([`ProtectionStatus`]). It knows the route table only by its broker keys: the expiry scan
 //! and the idle timeout (`route_table::expiry`) feed it the live set, act on its
-//! [`Decision`] and keep its [`Holds`].
+//! `Decision` and keep its `Holds`.
 //!
 //! The rule:
 //! - a broker is **due** for eviction when Java would evict it: silent for longer than its
@@ -45,10 +45,10 @@ use super::liveness::{BrokerAddr, DEFAULT_BROKER_TIMEOUT};
 use crate::config::Settings;
 
 /// A live broker as the route table hands it to [`decide`]: its key and its last heartbeat.
-pub type Judged = (BrokerAddr, Instant);
+pub(crate) type Judged = (BrokerAddr, Instant);
 
 /// GET_NAMESRV_CONFIG lists this key, with the number of held brokers, while a hold lasts.
-pub const HELD_BROKERS_KEY: &str = "evictionProtectionHeldBrokers";
+pub(crate) const HELD_BROKERS_KEY: &str = "evictionProtectionHeldBrokers";
 
 /// The protection settings in force for one decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,7 +77,7 @@ impl Policy {
     };
 
     /// The policy the settings describe (they are validated, so every value is in range).
-    pub fn from_settings(s: &Settings) -> Policy {
+    pub(crate) fn from_settings(s: &Settings) -> Policy {
         Policy {
             enabled: s.eviction_protection,
             threshold_percent: s.eviction_protection_threshold_percent.clamp(1, 99) as u32,
@@ -92,7 +92,7 @@ impl Policy {
     }
 
     /// Whether `silent` of `live` brokers being silent at once is a mass expiry to hold.
-    pub fn holds(&self, live: usize, silent: usize) -> bool {
+    pub(crate) fn holds(&self, live: usize, silent: usize) -> bool {
         self.enabled
             && live >= self.min_brokers
             && silent as u128 * 100 > self.threshold_percent as u128 * live as u128
@@ -101,37 +101,37 @@ impl Policy {
 
 /// What the rule needs to know about one live broker.
 #[derive(Debug, Clone, Copy)]
-pub struct Heard {
+pub(crate) struct Heard {
     /// When it was first heard from (the registration that put it in the live set).
-    pub first: Instant,
+    pub(crate) first: Instant,
     /// Its last heartbeat (registration, data-version query or heartbeat).
-    pub last: Instant,
+    pub(crate) last: Instant,
     /// How long it may stay silent.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Its connection was closed by the idle timeout after its last heartbeat.
-    pub idled_out: bool,
+    pub(crate) idled_out: bool,
 }
 
 impl Heard {
     /// Whether Java would evict it now: past its timeout, or cut off by the idle timeout.
-    pub fn due(&self, now: Instant) -> bool {
+    pub(crate) fn due(&self, now: Instant) -> bool {
         self.idled_out || self.past(now, self.timeout)
     }
 
     /// Whether it is due, or has been silent for more than half its timeout.
-    pub fn silent(&self, now: Instant) -> bool {
+    pub(crate) fn silent(&self, now: Instant) -> bool {
         self.due(now) || self.past(now, self.timeout / 2)
     }
 
     /// Whether it has been silent past its timeout plus `max_hold`: no hold keeps it.
-    pub fn overdue(&self, now: Instant, max_hold: Duration) -> bool {
+    pub(crate) fn overdue(&self, now: Instant, max_hold: Duration) -> bool {
         self.timeout
             .checked_add(max_hold)
             .is_some_and(|limit| self.past(now, limit))
     }
 
     /// Whether it had been heard from over at least `span` by its last heartbeat.
-    pub fn has_history(&self, span: Duration) -> bool {
+    pub(crate) fn has_history(&self, span: Duration) -> bool {
         self.last.saturating_duration_since(self.first) >= span
     }
 
@@ -150,22 +150,22 @@ impl Heard {
 
 /// What to do with the due brokers of one live set.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision<K> {
+pub(crate) struct Decision<K> {
     /// Brokers to evict now, in the order the live set listed them.
-    pub evict: Vec<K>,
+    pub(crate) evict: Vec<K>,
     /// Due brokers kept because a mass expiry is under way.
-    pub hold: Vec<K>,
+    pub(crate) hold: Vec<K>,
     /// Every silent broker that counts (due ones included).
-    pub silent: Vec<K>,
+    pub(crate) silent: Vec<K>,
     /// How many brokers of the live set count (see the module's rule).
-    pub live: usize,
+    pub(crate) live: usize,
     /// Whether the mass-expiry rule was in force (then `evict` holds only overdue brokers).
-    pub protecting: bool,
+    pub(crate) protecting: bool,
 }
 
 impl<K> Decision<K> {
     /// The same decision over other keys (e.g. owned ones for borrowed ones).
-    pub fn map<U>(self, mut f: impl FnMut(K) -> U) -> Decision<U> {
+    pub(crate) fn map<U>(self, mut f: impl FnMut(K) -> U) -> Decision<U> {
         Decision {
             evict: self.evict.into_iter().map(&mut f).collect(),
             hold: self.hold.into_iter().map(&mut f).collect(),
@@ -177,7 +177,7 @@ impl<K> Decision<K> {
 }
 
 /// Decides, at `now`, which brokers of the whole `live` set are evicted and which are held.
-pub fn decide<K: Clone>(
+pub(crate) fn decide<K: Clone>(
     policy: &Policy,
     now: Instant,
     live: impl IntoIterator<Item = (K, Heard)>,
@@ -245,7 +245,7 @@ pub struct ProtectionStatus {
 
 /// The warning that announces a hold: how many brokers fell silent, in which clusters, and
 /// how the hold ends.
-pub fn announcement(policy: &Policy, decision: &Decision<Judged>) -> String {
+pub(crate) fn announcement(policy: &Policy, decision: &Decision<Judged>) -> String {
     let clusters: BTreeSet<&str> = decision.silent.iter().map(|(k, _)| &*k.cluster).collect();
     format!(
         "EVICTION PROTECTION: {} of {} brokers fell silent at once (clusters: {}); keeping their \
@@ -263,7 +263,7 @@ pub fn announcement(policy: &Policy, decision: &Decision<Judged>) -> String {
 /// The brokers held now, and the running record of holds. Lives in the route table, which
 /// feeds it every decision.
 #[derive(Debug, Default)]
-pub struct Holds {
+pub(crate) struct Holds {
     /// Each held broker with its last heartbeat when it was held: a broker heard from since,
     /// or removed since, is no longer held.
     held: HashMap<BrokerAddr, Instant>,
@@ -274,7 +274,12 @@ pub struct Holds {
 
 impl Holds {
     /// Records a scan's decision: the brokers it held replace the previous set.
-    pub fn record_scan(&mut self, now: Instant, policy: &Policy, decision: &Decision<Judged>) {
+    pub(crate) fn record_scan(
+        &mut self,
+        now: Instant,
+        policy: &Policy,
+        decision: &Decision<Judged>,
+    ) {
         if decision.protecting {
             self.overdue_evictions += decision.evict.len() as u64;
             for (key, _) in &decision.evict {
@@ -291,7 +296,12 @@ impl Holds {
 
     /// Records the brokers held when their connection idled out (other brokers wait for the
     /// next scan).
-    pub fn record_idle(&mut self, now: Instant, policy: &Policy, decision: &Decision<Judged>) {
+    pub(crate) fn record_idle(
+        &mut self,
+        now: Instant,
+        policy: &Policy,
+        decision: &Decision<Judged>,
+    ) {
         if decision.hold.is_empty() {
             return;
         }
@@ -301,7 +311,10 @@ impl Holds {
 
     /// A snapshot for operators; `heard_at` gives a broker's current last heartbeat, `None`
     /// once it is gone.
-    pub fn status(&self, heard_at: impl Fn(&BrokerAddr) -> Option<Instant>) -> ProtectionStatus {
+    pub(crate) fn status(
+        &self,
+        heard_at: impl Fn(&BrokerAddr) -> Option<Instant>,
+    ) -> ProtectionStatus {
         let mut clusters = BTreeSet::new();
         let mut held = 0;
         for (key, last) in &self.held {

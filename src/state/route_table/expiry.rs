@@ -49,7 +49,7 @@ impl RouteTable {
     /// `serverChannelMaxIdleTimeSeconds`). Its brokers are unregistered at once, as Java
     /// does, unless `policy` holds them as part of a mass silence; then they stay, due for
     /// eviction, until a scan decides. Returns the brokers removed.
-    pub fn connection_idled_out(
+    pub(crate) fn connection_idled_out(
         &mut self,
         conn: ConnId,
         now: Instant,
@@ -80,7 +80,7 @@ impl RouteTable {
     }
 
     /// What eviction protection is doing.
-    pub fn protection_status(&self) -> ProtectionStatus {
+    pub(crate) fn protection_status(&self) -> ProtectionStatus {
         self.holds
             .status(|key| self.live.get(key).map(|l| l.last_update))
     }

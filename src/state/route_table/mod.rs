@@ -3,20 +3,20 @@
 //! [`crate::state::Namesrv`], so every rule here can be tested without a runtime.
 //!
 //! Submodules hold the operations: [`register`] (REGISTER_BROKER), [`unregister`]
-//! (UNREGISTER_BROKER, closed connections), [`expiry`] (the expiry scan and idle timeouts,
-//! under eviction protection), [`query`] (routes and listings), [`admin`] (permissions,
-//! topic registration and deletion) and [`parts`] (the table as plain lists, for warm
+//! (UNREGISTER_BROKER, closed connections), `expiry` (the expiry scan and idle timeouts,
+//! under eviction protection), [`query`] (routes and listings), `operator_edits` (permissions,
+//! topic registration and deletion) and `parts` (the table as plain lists, for warm
 //! restarts).
 //!
 //! Two bookkeeping fields make routes cheap to serve and registrations cheap to repeat:
 //! every topic carries a revision number that changes whenever its route could change, and
 //! every queue entry remembers the digest of the broker config it was built from (see
-//! [`QueueEntry::source`]).
+//! `QueueEntry::source`).
 
-pub mod admin;
-pub mod expiry;
-pub mod overview;
-pub mod parts;
+pub(crate) mod expiry;
+pub(crate) mod operator_edits;
+pub(crate) mod overview;
+pub(crate) mod parts;
 pub mod query;
 pub mod register;
 #[cfg(test)]
@@ -29,7 +29,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::protocol::body::{BrokerData, DataVersion, MappingInfo, Name, QueueData, TableHint};
-pub use crate::state::liveness::{BrokerAddr, DEFAULT_BROKER_TIMEOUT};
+pub(crate) use crate::state::liveness::{BrokerAddr, DEFAULT_BROKER_TIMEOUT};
 use crate::state::protection::{Heard, Holds};
 use crate::state::route_cache::RouteCache;
 
@@ -39,31 +39,31 @@ pub struct ConnId(pub u64);
 
 /// One broker group's queues of a topic, plus where they came from.
 #[derive(Debug, Clone)]
-pub struct QueueEntry {
+pub(crate) struct QueueEntry {
     /// What clients see.
-    pub data: QueueData,
+    pub(crate) data: QueueData,
     /// Digest of the registered topic config this entry was built from, or 0 when something
     /// else (a permission change, REGISTER_TOPIC_IN_NAMESRV) last wrote it. A registration
     /// whose config has the same digest would build the same entry, so it can skip it.
-    pub source: u64,
+    pub(crate) source: u64,
 }
 
 /// A topic's route state.
 #[derive(Debug, Default)]
-pub struct TopicEntry {
+pub(crate) struct TopicEntry {
     /// One entry per broker group, in insertion order (Java order is applied on output).
-    pub queues: Vec<QueueEntry>,
+    pub(crate) queues: Vec<QueueEntry>,
     /// Changes whenever the queue data or the static-topic mapping of this topic changes.
-    pub revision: u64,
+    pub(crate) revision: u64,
     /// Encoded route bodies, valid while the revision and the broker epoch are unchanged.
-    pub cache: RouteCache,
+    pub(crate) cache: RouteCache,
     /// When the topic entered the table (Java lists same-bucket entries in that order).
-    pub created: u64,
+    pub(crate) created: u64,
 }
 
 impl TopicEntry {
     /// The queue entry of `broker_name`, if any.
-    pub fn queue(&self, broker_name: &str) -> Option<&QueueEntry> {
+    pub(crate) fn queue(&self, broker_name: &str) -> Option<&QueueEntry> {
         self.queues
             .iter()
             .find(|q| &*q.data.broker_name == broker_name)
@@ -93,32 +93,32 @@ impl TopicEntry {
 
 /// A broker group and a counter of changes to its queue data.
 #[derive(Debug, Clone)]
-pub struct BrokerGroup {
+pub(crate) struct BrokerGroup {
     /// What clients see.
-    pub data: BrokerData,
+    pub(crate) data: BrokerData,
     /// Bumped on every change to this group's queue entries in any topic; a
     /// re-registration may skip all topic work only if nothing touched them since.
-    pub feed_generation: u64,
+    pub(crate) feed_generation: u64,
     /// When the group entered the table (Java lists same-bucket entries in that order).
-    pub created: u64,
+    pub(crate) created: u64,
 }
 
 /// What the last full registration from one broker address applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Applied {
+pub(crate) struct AppliedRegistration {
     /// Digest of the raw body.
-    pub digest: u64,
+    pub(crate) digest: u64,
     /// The body's topic table (its length and digest), if the routes reflect *every* config
     /// in it (a first registration or a new data version applies them all; an unchanged
     /// version only adds missing topics, after which the table is not known to be applied).
-    pub table: Option<TableHint>,
+    pub(crate) table: Option<TableHint>,
     /// The group's feed generation right after applying it.
-    pub feed_generation: u64,
+    pub(crate) feed_generation: u64,
     /// How the body's topics were applied (master / prime slave / acting master).
-    pub mode: u64,
+    pub(crate) mode: u64,
     /// Whether `deleteTopicWithBrokerRegistration` was on, so topics missing from the table
     /// were dropped; switching it on makes the next registration do that work.
-    pub prunes: bool,
+    pub(crate) prunes: bool,
 }
 
 /// Java's `BrokerLiveInfo`: when a broker was last heard from, and on which connection.
@@ -126,31 +126,31 @@ pub struct Applied {
 pub struct BrokerLive {
     /// The registration that put it in the live set (kept by its later registrations):
     /// eviction protection counts only brokers heard from over a while.
-    pub first_heard: Instant,
+    pub(crate) first_heard: Instant,
     /// Last REGISTER_BROKER, QUERY_DATA_VERSION or BROKER_HEARTBEAT.
     pub last_update: Instant,
     /// How long the broker may stay silent (120 s unless it declared its own, at most
     /// [`MAX_BROKER_TIMEOUT`]).
     pub timeout: Duration,
     /// The data version of its last registration.
-    pub data_version: DataVersion,
+    pub(crate) data_version: DataVersion,
     /// The connection of its last registration: the one whose loss unregisters it.
-    pub conn: ConnId,
+    pub(crate) conn: ConnId,
     /// Its HA address.
-    pub ha_server_addr: Option<String>,
+    pub(crate) ha_server_addr: Option<String>,
     /// Set when its last registration body is known to be fully applied.
-    pub applied: Option<Applied>,
+    pub(crate) applied: Option<AppliedRegistration>,
     /// Its connection idled out since it was last heard from, and eviction protection kept
     /// it (see [`crate::state::protection`]): it is due for eviction like an expired broker.
-    pub idled_out: bool,
+    pub(crate) idled_out: bool,
     /// The `version` of its last registration request: its RocketMQ release as an
     /// `MQVersion` ordinal.
-    pub version: i32,
+    pub(crate) version: i32,
 }
 
 impl BrokerLive {
     /// What the expiry rules judge it by (its silence: see [`Heard::due`]).
-    pub fn heard(&self) -> Heard {
+    pub(crate) fn heard(&self) -> Heard {
         Heard {
             first: self.first_heard,
             last: self.last_update,
@@ -249,17 +249,19 @@ impl RouteTable {
     /// may be served on a runtime worker: up to 2 048 topics (the whole-topic list takes
     /// ~160 µs at 1 000, ~1 ms at 4 096: `cargo bench --bench route_table -- all_topic_list`)
     /// and 64 broker groups (per-cluster listings walk groups × topics).
-    pub fn lists_quickly(&self) -> bool {
+    pub(crate) fn lists_quickly(&self) -> bool {
         self.topics.len() <= 2_048 && self.brokers.len() <= 64
     }
 
     /// A topic's entry.
-    pub fn topic(&self, topic: &str) -> Option<&TopicEntry> {
+    #[cfg(test)]
+    pub(crate) fn topic(&self, topic: &str) -> Option<&TopicEntry> {
         self.topics.get(topic)
     }
 
     /// A broker group.
-    pub fn broker(&self, broker_name: &str) -> Option<&BrokerGroup> {
+    #[cfg(test)]
+    pub(crate) fn broker(&self, broker_name: &str) -> Option<&BrokerGroup> {
         self.brokers.get(broker_name)
     }
 
@@ -327,10 +329,10 @@ pub(crate) mod testing {
     use crate::protocol::body::{DecodeOptions, RegisterBody};
     use bytes::Bytes;
 
-    pub use super::register::{RegisterOutcome, RegisterSettings, Registration};
+    pub(crate) use super::register::{RegisterOutcome, RegisterSettings, Registration};
 
     /// A JSON registration body with the given `(topic, read, write, perm, sysflag)` rows.
-    pub fn body_with(
+    pub(crate) fn body_with(
         counter: i64,
         state_version: i64,
         topics: &[(&str, i32, i32, i32, i32)],
@@ -359,13 +361,13 @@ pub(crate) mod testing {
     }
 
     /// A body with topics `names`, each 4/4 queues, perm 6.
-    pub fn body(counter: i64, names: &[&str]) -> RegisterBody {
+    pub(crate) fn body(counter: i64, names: &[&str]) -> RegisterBody {
         let rows: Vec<_> = names.iter().map(|n| (*n, 4, 4, 6, 0)).collect();
         body_with(counter, 0, &rows)
     }
 
     /// A 5.x master registration of `name` at `addr` in `DefaultCluster`.
-    pub fn reg<'a>(name: &'a str, addr: &'a str, id: i64, conn: u64) -> Registration<'a> {
+    pub(crate) fn reg<'a>(name: &'a str, addr: &'a str, id: i64, conn: u64) -> Registration<'a> {
         Registration {
             cluster: "DefaultCluster",
             broker_addr: addr,
@@ -381,7 +383,7 @@ pub(crate) mod testing {
     }
 
     /// Registers the tests' usual broker: `broker-a`, master at `a:1` on connection 1.
-    pub fn register_broker_a(
+    pub(crate) fn register_broker_a(
         t: &mut RouteTable,
         body: &RegisterBody,
         now: Instant,
@@ -390,7 +392,7 @@ pub(crate) mod testing {
     }
 
     /// A plain route query for `topic`: standard JSON, no zone, no acting-master support.
-    pub fn query(topic: &str) -> super::query::RouteQuery<'_> {
+    pub(crate) fn query(topic: &str) -> super::query::RouteQuery<'_> {
         super::query::RouteQuery {
             topic,
             style: crate::protocol::json::JsonStyle::Standard,
@@ -402,7 +404,7 @@ pub(crate) mod testing {
     }
 
     /// Registers with a decoded body and default settings.
-    pub fn register(
+    pub(crate) fn register(
         t: &mut RouteTable,
         r: &Registration<'_>,
         body: &RegisterBody,

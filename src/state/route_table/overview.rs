@@ -17,7 +17,7 @@ use crate::protocol::body::{DataVersion, Name};
 
 /// Route lookups served from the route cache, and those that had to encode the body.
 #[derive(Debug, Default)]
-pub struct CacheCounts {
+pub(crate) struct CacheCounts {
     hits: AtomicU64,
     misses: AtomicU64,
 }
@@ -34,76 +34,76 @@ impl CacheCounts {
 
 /// The route table's counts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TableCounts {
+pub(crate) struct TableCounts {
     /// Topics with a route.
-    pub topics: usize,
+    pub(crate) topics: usize,
     /// Live brokers (live-table entries) by the cluster they registered under.
-    pub live_brokers: BTreeMap<Name, usize>,
+    pub(crate) live_brokers: BTreeMap<Name, usize>,
     /// Broker groups by cluster.
-    pub broker_groups: BTreeMap<Name, usize>,
+    pub(crate) broker_groups: BTreeMap<Name, usize>,
     /// Route lookups answered from the cache.
-    pub cache_hits: u64,
+    pub(crate) cache_hits: u64,
     /// Route lookups that encoded the body (first lookups, changed routes, zone filters).
-    pub cache_misses: u64,
+    pub(crate) cache_misses: u64,
 }
 
 /// One cluster, as the status page shows it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ClusterView {
+pub(crate) struct ClusterView {
     /// The cluster's name.
-    pub name: Name,
+    pub(crate) name: Name,
     /// Its broker groups, by name.
-    pub groups: Vec<GroupView>,
+    pub(crate) groups: Vec<GroupView>,
 }
 
 /// One broker group.
 #[derive(Debug, Clone, PartialEq)]
-pub struct GroupView {
+pub(crate) struct GroupView {
     /// The group's name (`brokerName`).
-    pub name: Name,
+    pub(crate) name: Name,
     /// Its zone, if its brokers declared one.
-    pub zone: Option<Name>,
+    pub(crate) zone: Option<Name>,
     /// Whether it runs in slave-acting-master mode.
-    pub enable_acting_master: bool,
+    pub(crate) enable_acting_master: bool,
     /// Topics it serves.
-    pub topics: usize,
+    pub(crate) topics: usize,
     /// Of those, the ones whose queues are writable (WIPE_WRITE_PERM_OF_BROKER clears them).
-    pub writable_topics: usize,
+    pub(crate) writable_topics: usize,
     /// Its members, by broker id.
-    pub brokers: Vec<BrokerView>,
+    pub(crate) brokers: Vec<BrokerView>,
 }
 
 /// One member of a broker group.
 #[derive(Debug, Clone, PartialEq)]
-pub struct BrokerView {
+pub(crate) struct BrokerView {
     /// Broker id (0 = master).
-    pub id: i64,
+    pub(crate) id: i64,
     /// `ip:port`.
-    pub addr: Name,
+    pub(crate) addr: Name,
     /// Its liveness record; `None` if the live table has no entry for it.
-    pub live: Option<LiveView>,
+    pub(crate) live: Option<LiveView>,
 }
 
 /// What the live table knows about a broker.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LiveView {
+pub(crate) struct LiveView {
     /// The `MQVersion` ordinal of its last registration.
-    pub version: i32,
+    pub(crate) version: i32,
     /// The data version of its last registration.
-    pub data_version: DataVersion,
+    pub(crate) data_version: DataVersion,
     /// Time since it was last heard from.
-    pub last_heartbeat_age: Duration,
+    pub(crate) last_heartbeat_age: Duration,
     /// Time left before the expiry scan evicts it, if it stays silent.
-    pub expires_in: Duration,
+    pub(crate) expires_in: Duration,
     /// Its declared (or the default) silence timeout.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Its HA address.
-    pub ha_server_addr: Option<String>,
+    pub(crate) ha_server_addr: Option<String>,
 }
 
 impl RouteTable {
     /// The counts `/metrics` exports.
-    pub fn counts(&self) -> TableCounts {
+    pub(crate) fn counts(&self) -> TableCounts {
         let mut live_brokers = BTreeMap::new();
         for key in self.live.keys() {
             *live_brokers.entry(key.cluster.clone()).or_insert(0) += 1;
@@ -123,7 +123,7 @@ impl RouteTable {
     }
 
     /// Every cluster with its groups and brokers, sorted by name and id, as seen at `now`.
-    pub fn clusters_view(&self, now: Instant) -> Vec<ClusterView> {
+    pub(crate) fn clusters_view(&self, now: Instant) -> Vec<ClusterView> {
         let mut per_group: HashMap<&str, (usize, usize)> = HashMap::new();
         for entry in self.topics.values() {
             for q in &entry.queues {
@@ -191,14 +191,14 @@ impl RouteTable {
     }
 
     /// Every topic name, in no particular order (sort them after releasing the lock).
-    pub fn topic_names(&self) -> Vec<Name> {
+    pub(crate) fn topic_names(&self) -> Vec<Name> {
         self.topics.keys().cloned().collect()
     }
 }
 
 /// Up to `limit` of the `sorted` topic names that contain `needle` (ignoring ASCII case), and
 /// how many matched in all.
-pub fn find_topics(sorted: &[Name], needle: &str, limit: usize) -> (Vec<Name>, usize) {
+pub(crate) fn find_topics(sorted: &[Name], needle: &str, limit: usize) -> (Vec<Name>, usize) {
     let needle = needle.to_ascii_lowercase();
     let mut found = Vec::new();
     let mut total = 0;

@@ -18,61 +18,60 @@ use crate::protocol::body::{BrokerData, DataVersion, MappingInfo, Name, QueueDat
 
 /// A broker's liveness record without its connection.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LivePart {
+pub(crate) struct LivePart {
     /// How long ago the broker was last heard from.
-    pub age: Duration,
+    pub(crate) age: Duration,
     /// How long it may stay silent.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// The data version of its last registration.
-    pub data_version: DataVersion,
+    pub(crate) data_version: DataVersion,
     /// Its HA address.
-    pub ha_server_addr: Option<String>,
+    pub(crate) ha_server_addr: Option<String>,
     /// The RocketMQ version its last registration request carried.
-    pub version: i32,
+    pub(crate) version: i32,
 }
 
 /// Everything a route table serves, as plain lists in the order entries entered it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Parts {
     /// Cluster → broker names.
-    pub clusters: Vec<(Name, Vec<Name>)>,
+    pub(crate) clusters: Vec<(Name, Vec<Name>)>,
     /// Broker groups.
-    pub groups: Vec<BrokerData>,
+    pub(crate) groups: Vec<BrokerData>,
     /// Topic → one queue entry per broker group.
-    pub topics: Vec<(Name, Vec<QueueData>)>,
+    pub(crate) topics: Vec<(Name, Vec<QueueData>)>,
     /// Live brokers.
-    pub live: Vec<(BrokerAddr, LivePart)>,
+    pub(crate) live: Vec<(BrokerAddr, LivePart)>,
     /// Filter servers by broker.
-    pub filter_servers: Vec<(BrokerAddr, Vec<String>)>,
+    pub(crate) filter_servers: Vec<(BrokerAddr, Vec<String>)>,
     /// Topic → broker name → static-topic mapping.
-    pub mappings: Vec<(Name, Vec<(Name, MappingInfo)>)>,
+    pub(crate) mappings: Vec<(Name, Vec<(Name, MappingInfo)>)>,
 }
 
 /// A broker registered on this node, as the peer checks compare it ([`crate::peers`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LiveBroker {
-    /// Its cluster.
-    pub cluster: String,
+pub(crate) struct LiveBroker {
+    pub(crate) cluster: String,
     /// Its group.
-    pub name: String,
+    pub(crate) name: String,
     /// Its id in the group.
-    pub id: i64,
+    pub(crate) id: i64,
     /// Its address.
-    pub addr: String,
+    pub(crate) addr: String,
     /// The data version of its last registration.
-    pub data_version: DataVersion,
+    pub(crate) data_version: DataVersion,
 }
 
 impl LiveBroker {
     /// The key peers list it under: group name and address.
-    pub fn key(&self) -> (String, String) {
+    pub(crate) fn key(&self) -> (String, String) {
         (self.name.clone(), self.addr.clone())
     }
 }
 
 /// The connection id of a broker restored from parts: no connection has it, so only the
 /// broker's next registration, its timeout or UNREGISTER_BROKER removes it.
-pub const NO_CONNECTION: ConnId = ConnId(0);
+pub(crate) const NO_CONNECTION: ConnId = ConnId(0);
 
 impl RouteTable {
     /// The table's content at `now`.
@@ -129,7 +128,7 @@ impl RouteTable {
     /// A table holding `parts`, with every broker last heard from `age` before `now`. A
     /// broker whose age reaches back before the clock's origin is left out (it is then far
     /// older than any timeout on this machine's clock).
-    pub fn from_parts(parts: Parts, now: Instant) -> RouteTable {
+    pub(crate) fn from_parts(parts: Parts, now: Instant) -> RouteTable {
         let mut t = RouteTable::new();
         for (name, members) in parts.clusters {
             let created = t.next_created();
@@ -181,7 +180,7 @@ impl RouteTable {
 
     /// Every live broker with the group and id it is listed under (brokers no group lists
     /// are left out: no peer could list them either).
-    pub fn live_brokers(&self) -> Vec<LiveBroker> {
+    pub(crate) fn live_brokers(&self) -> Vec<LiveBroker> {
         let mut out = Vec::new();
         for group in self.brokers.values() {
             for (id, addr) in &group.data.addrs {
@@ -213,7 +212,7 @@ impl RouteTable {
 
     /// A number that changes whenever anything a snapshot holds changes, heartbeats
     /// included (equal stamps mean there is nothing new to write).
-    pub fn change_stamp(&self) -> u64 {
+    pub(crate) fn change_stamp(&self) -> u64 {
         use std::collections::hash_map::DefaultHasher;
         use std::hash::{Hash, Hasher};
         // Live entries are combined without regard to order, as the map iterates in any.
@@ -239,7 +238,7 @@ impl RouteTable {
     /// Binds a restored broker (one with no connection yet) to the connection it was just
     /// heard from, so that closing that connection unregisters it as it would have before
     /// the restart. Returns whether a broker was bound.
-    pub fn adopt_connection(&mut self, cluster: &str, addr: &str, conn: ConnId) -> bool {
+    pub(crate) fn adopt_connection(&mut self, cluster: &str, addr: &str, conn: ConnId) -> bool {
         let key = BrokerAddr {
             cluster: cluster.into(),
             addr: addr.into(),

@@ -70,7 +70,7 @@ pub struct ClusterSnapshot {
     /// Every broker group.
     pub brokers: Vec<BrokerData>,
     /// Cluster → broker names.
-    pub clusters: Vec<(Name, Vec<Name>)>,
+    pub(crate) clusters: Vec<(Name, Vec<Name>)>,
 }
 
 impl RouteTable {

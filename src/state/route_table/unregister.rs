@@ -1,5 +1,5 @@
 //! Removing brokers (`RouteInfoManager#unRegisterBroker`, `#onChannelDestroy`): UNREGISTER_BROKER, a broker's connection closing, and
-//! the common path of the expiry scan ([`super::expiry`]).
+//! the common path of the expiry scan (`super::expiry`).
 //!
 //! Java queues all three to a batch thread; here they are applied at once under the table's
 //! lock, and the two implicit ones re-check their reason at that moment. A close removes only
@@ -172,7 +172,7 @@ impl RouteTable {
     }
 
     /// A connection closed or failed: unregister every broker whose latest registration came
-    /// on it, at once (never held: see [`super::expiry`] for idle timeouts). Returns the
+    /// on it, at once (never held: see `super::expiry` for idle timeouts). Returns the
     /// brokers removed.
     pub fn connection_closed(&mut self, conn: ConnId) -> Vec<BrokerAddr> {
         let keys: Vec<BrokerAddr> = self

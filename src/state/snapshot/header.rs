@@ -6,7 +6,7 @@
 use super::SnapshotError;
 
 /// The format this server writes and the newest it reads.
-pub const FORMAT: u32 = 1;
+pub(crate) const FORMAT: u32 = 1;
 
 const MAGIC: &str = "namesrv-routes";
 

@@ -2,27 +2,27 @@
 //! at start, so that a restarted name server answers route lookups at once instead of
 //! waiting up to a heartbeat period for every broker to register again.
 //!
-//! What is kept is [`Parts`]: brokers with how long ago each was last heard from, its
+//! What is kept is `Parts`: brokers with how long ago each was last heard from, its
 //! timeout and data version; queue data (write permissions included); static-topic
 //! mappings; filter servers. A restored broker is judged exactly as if the server had never
 //! stopped: its silence counts from its last heartbeat *before* the restart, so the scan
 //! evicts it once its own timeout has passed (unless it heartbeats again), and its next
 //! registration replaces it. It has no connection until it is heard from again (see
-//! [`crate::state::route_table::parts::NO_CONNECTION`]).
+//! `crate::state::route_table::parts::NO_CONNECTION`).
 //!
-//! The file is replaced crash-safely through [`crate::durable`], so a crash at any moment
+//! The file is replaced crash-safely through `crate::durable`, so a crash at any moment
 //! leaves the previous snapshot or the new one; a file at the path that is not a snapshot is
-//! moved aside first, never overwritten ([`aside`]). Reading never fails the start-up: a file
+//! moved aside first, never overwritten (`aside`). Reading never fails the start-up: a file
 //! that is missing, unreadable, damaged, of a newer format, or older than the default broker
 //! timeout is ignored with one log line, and the server starts empty, as Java always does.
 //! The age is judged against the default timeout rather than the timeouts the brokers in it
 //! declared, since any client can declare one: a registration cannot make an old snapshot
-//! look fresh. [`task`] writes the periodic snapshots.
+//! look fresh. `task` writes the periodic snapshots.
 
 mod aside;
 mod format;
 mod header;
-pub mod task;
+pub(crate) mod task;
 #[cfg(test)]
 mod tests;
 
@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 pub use format::{decode, encode};
-pub use header::FORMAT;
+pub(crate) use header::FORMAT;
 
 use super::Namesrv;
 use super::route_table::parts::Parts;
@@ -64,7 +64,7 @@ pub struct Meta {
 
 impl Meta {
     /// A snapshot taken now by this process.
-    pub fn now(reason: Reason) -> Meta {
+    pub(crate) fn now(reason: Reason) -> Meta {
         Meta {
             written_at_millis: wall_clock_millis(),
             pid: std::process::id(),
@@ -129,7 +129,7 @@ impl SnapshotError {
 
 /// Reads the snapshot at `path` and shifts every broker's age by the time that passed since
 /// it was written (`now_millis`, wall clock). `Ok(None)` when there is no file.
-pub fn load(path: &Path, now_millis: i64) -> Result<Option<(Meta, Parts)>, SnapshotError> {
+pub(crate) fn load(path: &Path, now_millis: i64) -> Result<Option<(Meta, Parts)>, SnapshotError> {
     // Only a regular file is read: a FIFO or device put at the path cannot hold the start.
     let read = |p: &Path| -> std::io::Result<Vec<u8>> {
         let mut bytes = Vec::new();
@@ -160,12 +160,12 @@ pub fn load(path: &Path, now_millis: i64) -> Result<Option<(Meta, Parts)>, Snaps
 /// Writes `parts` to `path` crash-safely (the previous snapshot is kept as `<path>.bak`).
 /// Anything at `path` that is not a route snapshot is first moved aside, never overwritten
 /// (see [`aside`]).
-pub fn save(path: &Path, meta: &Meta, parts: &Parts) -> std::io::Result<()> {
+pub(crate) fn save(path: &Path, meta: &Meta, parts: &Parts) -> std::io::Result<()> {
     aside::move_foreign(path)?;
     crate::durable::replace(path, &encode(meta, parts))
 }
 
-/// What [`restore`] did.
+/// What [`Namesrv::restore_routes`](crate::state::Namesrv::restore_routes) did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Restored {
     /// Routes were restored from the snapshot.
@@ -183,7 +183,7 @@ pub enum Restored {
 
 impl Namesrv {
     /// The route table's content now, for a snapshot.
-    pub fn route_parts(&self) -> Parts {
+    pub(crate) fn route_parts(&self) -> Parts {
         self.routes().to_parts(Instant::now())
     }
 

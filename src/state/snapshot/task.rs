@@ -23,12 +23,12 @@ pub struct SnapshotConfig {
     /// The snapshot file.
     pub path: PathBuf,
     /// Period of the background write.
-    pub interval: Duration,
+    pub(crate) interval: Duration,
 }
 
 impl SnapshotConfig {
     /// The snapshot configuration `settings` ask for, if warm restarts are on.
-    pub fn from_settings(s: &Settings) -> Option<SnapshotConfig> {
+    pub(crate) fn from_settings(s: &Settings) -> Option<SnapshotConfig> {
         s.restore_routes_on_start.then(|| SnapshotConfig {
             path: s.route_snapshot_file(),
             interval: s.route_snapshot_interval_millis.duration(),
@@ -39,7 +39,7 @@ impl SnapshotConfig {
 /// Writes the snapshots of one [`SnapshotConfig`], one write at a time. Cheap to clone: the
 /// periodic task and the shutdown write share it.
 #[derive(Debug, Clone)]
-pub struct SnapshotWriter {
+pub(crate) struct SnapshotWriter {
     config: SnapshotConfig,
     /// Held while a snapshot is written, so that a periodic write still running when the
     /// shutdown write starts cannot interleave with it.
@@ -48,7 +48,7 @@ pub struct SnapshotWriter {
 
 impl SnapshotWriter {
     /// A writer of the snapshots `config` describes.
-    pub fn new(config: SnapshotConfig) -> SnapshotWriter {
+    pub(crate) fn new(config: SnapshotConfig) -> SnapshotWriter {
         SnapshotWriter {
             config,
             writing: Arc::default(),
@@ -56,7 +56,7 @@ impl SnapshotWriter {
     }
 
     /// Where and how often it writes.
-    pub fn config(&self) -> &SnapshotConfig {
+    pub(crate) fn config(&self) -> &SnapshotConfig {
         &self.config
     }
 }
@@ -76,7 +76,7 @@ async fn write(state: &Namesrv, writer: &SnapshotWriter, reason: Reason) -> std:
 
 /// Writes the route table to the writer's file now. Returns whether the write succeeded
 /// (a failure is logged).
-pub async fn write_now(state: &Namesrv, writer: &SnapshotWriter, reason: Reason) -> bool {
+pub(crate) async fn write_now(state: &Namesrv, writer: &SnapshotWriter, reason: Reason) -> bool {
     let config = writer.config();
     match write(state, writer, reason).await {
         Ok(()) => true,
@@ -89,7 +89,7 @@ pub async fn write_now(state: &Namesrv, writer: &SnapshotWriter, reason: Reason)
 
 /// Writes a snapshot every `interval` of the writer's config while the table changes, until
 /// `cancel` fires.
-pub async fn run(state: Namesrv, writer: SnapshotWriter, cancel: CancellationToken) {
+pub(crate) async fn run(state: Namesrv, writer: SnapshotWriter, cancel: CancellationToken) {
     let config = writer.config().clone();
     let mut ticks = tokio::time::interval_at(Instant::now() + config.interval, config.interval);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);

@@ -189,7 +189,7 @@ pub(super) fn rfc3339(secs: u64) -> String {
 
 /// Parses a size such as `256M`, `1G`, `65536` or `64K` (binary multiples), for
 /// `--log-max-size`; at least 16 KiB, so that a file always has room for its notes.
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
         Some((i, _)) => t.split_at(i),

@@ -12,8 +12,8 @@ use super::plan::{MODE_NONE, Plan, TopicWork};
 use super::{BodyInput, RegisterOutcome, Registration};
 use crate::protocol::body::{BrokerData, DataVersion, MappingInfo, Name, QueueData, RegisterBody};
 use crate::state::route_table::{
-    Applied, BrokerAddr, BrokerGroup, BrokerLive, DEFAULT_BROKER_TIMEOUT, MAX_BROKER_TIMEOUT,
-    QueueEntry, RouteTable,
+    AppliedRegistration, BrokerAddr, BrokerGroup, BrokerLive, DEFAULT_BROKER_TIMEOUT,
+    MAX_BROKER_TIMEOUT, QueueEntry, RouteTable,
 };
 
 impl RouteTable {
@@ -235,7 +235,7 @@ impl RouteTable {
                 data_version: plan.data_version,
                 conn: reg.conn,
                 ha_server_addr: reg.ha_server_addr.map(str::to_owned),
-                applied: Some(Applied {
+                applied: Some(AppliedRegistration {
                     digest,
                     table,
                     feed_generation,

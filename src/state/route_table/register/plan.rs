@@ -10,7 +10,9 @@ use crate::protocol::body::route::PERM_WRITE;
 use crate::protocol::body::{
     DataVersion, Name, QueueData, RegisterBody, RegisterBodyError, TopicSource,
 };
-use crate::state::route_table::{Applied, BrokerAddr, BrokerGroup, BrokerLive, RouteTable};
+use crate::state::route_table::{
+    AppliedRegistration, BrokerAddr, BrokerGroup, BrokerLive, RouteTable,
+};
 
 /// How a broker's topic configs feed the route table.
 pub(super) const MODE_NONE: u64 = 0;
@@ -56,7 +58,7 @@ impl Standing<'_> {
     /// Whether `applied` was built in the same role and pruning setting, with nothing
     /// touching the group's queue entries since: applying the same configs again would
     /// change nothing.
-    fn still_holds(&self, applied: &Applied, prunes: bool) -> bool {
+    fn still_holds(&self, applied: &AppliedRegistration, prunes: bool) -> bool {
         !self.register_first
             && applied.mode == self.mode
             && applied.prunes == prunes

@@ -1,4 +1,4 @@
-//! Operator changes to routes: WIPE/ADD_WRITE_PERM_OF_BROKER, DELETE_TOPIC_IN_NAMESRV and
+//! Operator edits of routes: WIPE/ADD_WRITE_PERM_OF_BROKER, DELETE_TOPIC_IN_NAMESRV and
 //! REGISTER_TOPIC_IN_NAMESRV (`RouteInfoManager#wipeWritePermOfBrokerByLock`,
 //! `#addWritePermOfBrokerByLock`, `#deleteTopic`, `#registerTopic`). All are in memory only: a broker's next
 //! registration with a new data version overwrites them, as in Java.
