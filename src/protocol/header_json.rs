@@ -12,10 +12,14 @@ use std::fmt;
 use serde::Deserializer;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
+use super::body::lenient::{LenientText, TextFrom};
 use super::code::LanguageCode;
 use super::command::{ExtFields, MAX_EXT_FIELDS, RemotingCommand};
 use super::java_hash::{Table, sort_strings_by_java_order};
 use super::json::{JsonStyle, JsonWriter};
+
+/// A string property that may be null, or any other JSON value converted to its text.
+const HEADER_TEXT: LenientText = LenientText(TextFrom::AnyJson);
 
 /// Why a JSON header could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -85,7 +89,7 @@ impl<'de> Visitor<'de> for HeaderVisitor {
                 "version" => cmd.version = map.next_value_seed(LenientInt)?,
                 "opaque" => cmd.opaque = map.next_value_seed(LenientInt)?,
                 "flag" => cmd.flag = map.next_value_seed(LenientInt)?,
-                "remark" => cmd.remark = map.next_value_seed(LenientText)?,
+                "remark" => cmd.remark = map.next_value_seed(HEADER_TEXT)?,
                 "extFields" => cmd.ext_fields = map.next_value_seed(LenientExtFields)?,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -158,55 +162,7 @@ impl<'de> Visitor<'de> for LenientLanguage {
     }
 }
 
-/// A string property that may be null, or a scalar converted to text.
-struct LenientText;
-
-impl<'de> DeserializeSeed<'de> for LenientText {
-    type Value = Option<String>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for LenientText {
-    type Value = Option<String>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a string")
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Some(v.to_owned()))
-    }
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-        Ok(Some(v))
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-        Ok(Some(v.to_string()))
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-        Ok(Some(v.to_string()))
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-        Ok(Some(v.to_string()))
-    }
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
-        Ok(Some(v.to_string()))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        let value: serde_json::Value =
-            serde::Deserialize::deserialize(de::value::MapAccessDeserializer::new(map))?;
-        Ok(Some(value.to_string()))
-    }
-    fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        let value: serde_json::Value =
-            serde::Deserialize::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
-        Ok(Some(value.to_string()))
-    }
-}
-
-/// `extFields`: an object (or null) whose values are read with [`LenientText`], of at most
+/// `extFields`: an object (or null) whose values are read with [`HEADER_TEXT`], of at most
 /// [`MAX_EXT_FIELDS`] entries.
 struct LenientExtFields;
 
@@ -235,7 +191,7 @@ impl<'de> Visitor<'de> for LenientExtFields {
                     "more than {MAX_EXT_FIELDS} ext fields"
                 )));
             }
-            if let Some(value) = map.next_value_seed(LenientText)? {
+            if let Some(value) = map.next_value_seed(HEADER_TEXT)? {
                 pairs.push((key, value));
             }
         }

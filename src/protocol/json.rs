@@ -136,60 +136,70 @@ fn short_escape(c: char) -> Option<u8> {
     }
 }
 
-/// fastjson's default escaping: `"` `\` and the usual short escapes, `\u00XX` for other
-/// control characters and for U+007F..=U+009F, `\u2028` and `\u2029` for the line and
-/// paragraph separators; everything else literal.
-fn escape_legacy(out: &mut Vec<u8>, s: &str) {
+/// The loop both escapings share: a string of only `plain` bytes is copied as it is (the
+/// common case); otherwise each char takes its short escape, or `other` writes it.
+#[inline]
+fn escape_with(
+    out: &mut Vec<u8>,
+    s: &str,
+    plain: impl Fn(u8) -> bool,
+    other: impl Fn(&mut Vec<u8>, char),
+) {
     let bytes = s.as_bytes();
-    let clean = bytes
-        .iter()
-        .all(|&b| b >= 0x20 && b != b'"' && b != b'\\' && b != 0x7F && b != 0xC2 && b != 0xE2);
-    if clean {
+    if bytes.iter().all(|&b| plain(b)) {
         out.extend_from_slice(bytes);
         return;
     }
     for c in s.chars() {
-        if let Some(e) = short_escape(c) {
-            out.push(b'\\');
-            out.push(e);
-        } else if (c as u32) < 0x20
-            || (0x7F..0xA0).contains(&(c as u32))
-            || c == '\u{2028}'
-            || c == '\u{2029}'
-        {
-            push_unicode_escape(out, c as u16);
-        } else {
-            let mut buf = [0u8; 4];
-            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+        match short_escape(c) {
+            Some(e) => out.extend_from_slice(&[b'\\', e]),
+            None => other(out, c),
         }
     }
 }
 
+/// fastjson's default escaping: `"` `\` and the usual short escapes, `\u00XX` for other
+/// control characters and for U+007F..=U+009F, `\u2028` and `\u2029` for the line and
+/// paragraph separators; everything else literal.
+fn escape_legacy(out: &mut Vec<u8>, s: &str) {
+    escape_with(
+        out,
+        s,
+        |b| b >= 0x20 && b != b'"' && b != b'\\' && b != 0x7F && b != 0xC2 && b != 0xE2,
+        |out, c| {
+            if (c as u32) < 0x20
+                || (0x7F..0xA0).contains(&(c as u32))
+                || c == '\u{2028}'
+                || c == '\u{2029}'
+            {
+                push_unicode_escape(out, c as u16);
+            } else {
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            }
+        },
+    );
+}
+
 /// fastjson's `BrowserCompatible` escaping: ASCII-only output, `/` escaped too.
 fn escape_standard(out: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    let clean = bytes
-        .iter()
-        .all(|&b| (0x20..0x7F).contains(&b) && b != b'"' && b != b'\\' && b != b'/');
-    if clean {
-        out.extend_from_slice(bytes);
-        return;
-    }
-    for c in s.chars() {
-        if let Some(e) = short_escape(c) {
-            out.push(b'\\');
-            out.push(e);
-        } else if c == '/' {
-            out.extend_from_slice(b"\\/");
-        } else if (c as u32) < 0x20 || (c as u32) >= 0x7F {
-            let mut units = [0u16; 2];
-            for unit in c.encode_utf16(&mut units) {
-                push_unicode_escape(out, *unit);
+    escape_with(
+        out,
+        s,
+        |b| (0x20..0x7F).contains(&b) && b != b'"' && b != b'\\' && b != b'/',
+        |out, c| {
+            if c == '/' {
+                out.extend_from_slice(b"\\/");
+            } else if (c as u32) < 0x20 || (c as u32) >= 0x7F {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    push_unicode_escape(out, *unit);
+                }
+            } else {
+                out.push(c as u8);
             }
-        } else {
-            out.push(c as u8);
-        }
-    }
+        },
+    );
 }
 
 #[cfg(test)]

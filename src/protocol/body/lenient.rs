@@ -88,9 +88,34 @@ pub fn bool_or_false<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> 
     d.deserialize_any(BoolVisitor)
 }
 
-struct StringVisitor;
+/// Which JSON values a lenient string accepts besides strings, integers, booleans and null.
+#[derive(Clone, Copy)]
+pub(crate) enum TextFrom {
+    /// Body fields: a float, object or array is a type error, as serde reports it.
+    Scalars,
+    /// Header properties and ext fields: a float, object or array becomes its JSON text.
+    AnyJson,
+}
 
-impl<'de> Visitor<'de> for StringVisitor {
+/// An optional string read the way fastjson converts values to text; the body readers and the
+/// JSON header share it, differing only in [`TextFrom`].
+#[derive(Clone, Copy)]
+pub(crate) struct LenientText(pub(crate) TextFrom);
+
+impl<'de> de::DeserializeSeed<'de> for LenientText {
+    type Value = Option<String>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl LenientText {
+    fn any_json(self) -> bool {
+        matches!(self.0, TextFrom::AnyJson)
+    }
+}
+
+impl<'de> Visitor<'de> for LenientText {
     type Value = Option<String>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a string")
@@ -107,17 +132,39 @@ impl<'de> Visitor<'de> for StringVisitor {
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
         Ok(Some(v.to_string()))
     }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        if !self.any_json() {
+            return Err(E::invalid_type(de::Unexpected::Float(v), &self));
+        }
+        Ok(Some(v.to_string()))
+    }
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
         Ok(Some(v.to_string()))
     }
     fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
         Ok(None)
     }
+    fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        if !self.any_json() {
+            return Err(de::Error::invalid_type(de::Unexpected::Map, &self));
+        }
+        let value: serde_json::Value =
+            serde::Deserialize::deserialize(de::value::MapAccessDeserializer::new(map))?;
+        Ok(Some(value.to_string()))
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        if !self.any_json() {
+            return Err(de::Error::invalid_type(de::Unexpected::Seq, &self));
+        }
+        let value: serde_json::Value =
+            serde::Deserialize::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+        Ok(Some(value.to_string()))
+    }
 }
 
 /// An optional string; scalars are converted to their text.
 pub fn opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    d.deserialize_any(StringVisitor)
+    d.deserialize_any(LenientText(TextFrom::Scalars))
 }
 
 /// Fails unless `json` starts (after whitespace) with `{`: serde would otherwise read a JSON
