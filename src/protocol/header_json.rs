@@ -10,9 +10,9 @@
 use std::fmt;
 
 use serde::Deserializer;
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 
-use super::body::lenient::{LenientText, TextFrom};
+use super::body::lenient::{LenientText, TextFrom, seed_is_visitor};
 use super::code::LanguageCode;
 use super::command::{ExtFields, MAX_EXT_FIELDS, RemotingCommand};
 use super::java_hash::{Table, sort_strings_by_java_order};
@@ -104,13 +104,6 @@ impl<'de> Visitor<'de> for HeaderVisitor {
 /// `intValue()`.
 struct LenientInt;
 
-impl<'de> DeserializeSeed<'de> for LenientInt {
-    type Value = i32;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<i32, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
 impl<'de> Visitor<'de> for LenientInt {
     type Value = i32;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -136,13 +129,6 @@ impl<'de> Visitor<'de> for LenientInt {
 /// `language`: an enum name, an ordinal, or null; unknown values mean "no language".
 struct LenientLanguage;
 
-impl<'de> DeserializeSeed<'de> for LenientLanguage {
-    type Value = Option<LanguageCode>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
 impl<'de> Visitor<'de> for LenientLanguage {
     type Value = Option<LanguageCode>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -166,12 +152,7 @@ impl<'de> Visitor<'de> for LenientLanguage {
 /// [`MAX_EXT_FIELDS`] entries.
 struct LenientExtFields;
 
-impl<'de> DeserializeSeed<'de> for LenientExtFields {
-    type Value = Option<ExtFields>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_is_visitor!(LenientInt, LenientLanguage, LenientExtFields);
 
 impl<'de> Visitor<'de> for LenientExtFields {
     type Value = Option<ExtFields>;

@@ -15,38 +15,29 @@ use rustls::{CertificateError, DigitallySignedStruct, DistinguishedName, Error, 
 /// macro writes them into both impls (each type holds its `provider`).
 macro_rules! handshake_signature_checks {
     () => {
-        fn verify_tls12_signature(
-            &self,
-            message: &[u8],
-            cert: &CertificateDer<'_>,
-            dss: &DigitallySignedStruct,
-        ) -> Result<HandshakeSignatureValid, Error> {
-            verify_tls12_signature(
-                message,
-                cert,
-                dss,
-                &self.provider.signature_verification_algorithms,
-            )
-        }
-
-        fn verify_tls13_signature(
-            &self,
-            message: &[u8],
-            cert: &CertificateDer<'_>,
-            dss: &DigitallySignedStruct,
-        ) -> Result<HandshakeSignatureValid, Error> {
-            verify_tls13_signature(
-                message,
-                cert,
-                dss,
-                &self.provider.signature_verification_algorithms,
-            )
-        }
+        handshake_signature_checks!(@check verify_tls12_signature);
+        handshake_signature_checks!(@check verify_tls13_signature);
 
         fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
             self.provider
                 .signature_verification_algorithms
                 .supported_schemes()
+        }
+    };
+    // The trait method and the rustls function that checks it share their name.
+    (@check $check:ident) => {
+        fn $check(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, Error> {
+            $check(
+                message,
+                cert,
+                dss,
+                &self.provider.signature_verification_algorithms,
+            )
         }
     };
 }

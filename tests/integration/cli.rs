@@ -94,13 +94,10 @@ fn print_config_item_lists_every_effective_key() {
 
 #[test]
 fn print_config_item_reflects_the_config_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let conf = dir.path().join("my.conf");
-    std::fs::write(
-        &conf,
+    let (dir, conf) = crate::harness::temp_file(
+        "my.conf",
         "listenPort=19999\norderMessageEnable=true\nclientWorkerThreads=4\n",
-    )
-    .unwrap();
+    );
     let out = run_namesrv(dir.path(), &["-p"], Some(&conf));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);

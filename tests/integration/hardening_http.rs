@@ -157,9 +157,7 @@ fn basic(ak: &str, sk: &str) -> String {
 }
 
 async fn enforced(accounts: &str) -> (TestServer, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let acl = dir.path().join("acl.yml");
-    std::fs::write(&acl, accounts).unwrap();
+    let (dir, acl) = crate::harness::temp_file("acl.yml", accounts);
     let server = server_with(&format!(
         "authMode=enforce\nauthConfigPath={}\nproxyProtocolAllowedAddresses=\n",
         acl.display()

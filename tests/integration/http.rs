@@ -455,13 +455,10 @@ async fn nothing_can_be_changed_and_unknown_paths_are_404() {
 #[tokio::test]
 async fn with_auth_enforced_the_page_and_api_need_an_admin_account() {
     use base64::Engine as _;
-    let dir = tempfile::tempdir().unwrap();
-    let acl = dir.path().join("acl.yml");
-    std::fs::write(
-        &acl,
+    let (_dir, acl) = crate::harness::temp_file(
+        "acl.yml",
         "accounts:\n  - {accessKey: rocketmq2, secretKey: 12345678, admin: true}\n  - {accessKey: reader01, secretKey: 12345678}\n",
-    )
-    .unwrap();
+    );
     let server = server_with(&format!(
         "authMode=enforce\nauthConfigPath={}\nproxyProtocolAllowedAddresses=\n",
         acl.display()

@@ -83,9 +83,8 @@ async fn kv_table_and_config_survive_a_restart() {
 
 #[tokio::test]
 async fn namesrv_config_get_update_and_black_list() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("namesrv.conf");
-    std::fs::write(&file, "listenPort=9876\nclientWorkerThreads=4\n").unwrap();
+    let (dir, file) =
+        crate::harness::temp_file("namesrv.conf", "listenPort=9876\nclientWorkerThreads=4\n");
     let server = TestServer::start_with(Options {
         config_file: Some(file.clone()),
         ..Options::default()

@@ -102,16 +102,41 @@ pub(crate) enum TextFrom {
 #[derive(Clone, Copy)]
 pub(crate) struct LenientText(pub(crate) TextFrom);
 
-impl<'de> de::DeserializeSeed<'de> for LenientText {
-    type Value = Option<String>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
+/// Makes each named visitor a seed too, reading any JSON value with itself: a header reads
+/// its properties through seeds (`next_value_seed`), and every such seed is its own visitor.
+macro_rules! seed_is_visitor {
+    ($($visitor:ty),+ $(,)?) => {$(
+        impl<'de> serde::de::DeserializeSeed<'de> for $visitor {
+            type Value = <$visitor as serde::de::Visitor<'de>>::Value;
+            fn deserialize<D: serde::Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> Result<Self::Value, D::Error> {
+                d.deserialize_any(self)
+            }
+        }
+    )+};
 }
+pub(crate) use seed_is_visitor;
+
+seed_is_visitor!(LenientText);
 
 impl LenientText {
     fn any_json(self) -> bool {
         matches!(self.0, TextFrom::AnyJson)
+    }
+
+    /// An object or array: its JSON text, or the type error serde's default visitor gives.
+    fn json_text<'de, D: Deserializer<'de>>(
+        self,
+        d: D,
+        what: de::Unexpected<'_>,
+    ) -> Result<Option<String>, D::Error> {
+        if !self.any_json() {
+            return Err(de::Error::invalid_type(what, &self));
+        }
+        let value: serde_json::Value = serde::Deserialize::deserialize(d)?;
+        Ok(Some(value.to_string()))
     }
 }
 
@@ -145,20 +170,16 @@ impl<'de> Visitor<'de> for LenientText {
         Ok(None)
     }
     fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        if !self.any_json() {
-            return Err(de::Error::invalid_type(de::Unexpected::Map, &self));
-        }
-        let value: serde_json::Value =
-            serde::Deserialize::deserialize(de::value::MapAccessDeserializer::new(map))?;
-        Ok(Some(value.to_string()))
+        self.json_text(
+            de::value::MapAccessDeserializer::new(map),
+            de::Unexpected::Map,
+        )
     }
     fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        if !self.any_json() {
-            return Err(de::Error::invalid_type(de::Unexpected::Seq, &self));
-        }
-        let value: serde_json::Value =
-            serde::Deserialize::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
-        Ok(Some(value.to_string()))
+        self.json_text(
+            de::value::SeqAccessDeserializer::new(seq),
+            de::Unexpected::Seq,
+        )
     }
 }
 

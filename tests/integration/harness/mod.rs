@@ -22,3 +22,12 @@ pub use requests::{
 };
 pub use server::{Options, TestServer, apply_config};
 pub use tls::{tls_client_config, tls_client_with};
+
+/// A fresh temporary directory holding one file `name` written with `text`: the set-up of
+/// every test that hands the server or the binary a file (config, accounts, a blocker).
+pub fn temp_file(name: &str, text: impl AsRef<[u8]>) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    (dir, path)
+}
