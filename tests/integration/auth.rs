@@ -76,13 +76,9 @@ fn put_kv(c: &mut TestClient, key: &str) -> RemotingCommand {
 }
 
 async fn get_kv(c: &mut TestClient, key: &str) -> i32 {
-    c.call(
-        request::GET_KV_CONFIG,
-        &[("namespace", "ns"), ("key", key)],
-        None,
-    )
-    .await
-    .code
+    c.ask(request::GET_KV_CONFIG, &[("namespace", "ns"), ("key", key)])
+        .await
+        .code
 }
 
 fn assert_refused(resp: &RemotingCommand, remark: &str) {

@@ -165,10 +165,9 @@ async fn master_and_slave() {
     );
     // The master unregisters: the slave keeps the group (and its routes) alive.
     let unreg = client
-        .call(
+        .ask(
             request::UNREGISTER_BROKER,
             &qdv_ext("broker-a", "10.0.0.1:10911"),
-            None,
         )
         .await;
     assert_eq!(unreg.code, 0);
@@ -378,10 +377,9 @@ async fn route_json_style_follows_client_version() {
         "{legacy}"
     );
     let standard_by_flag = old
-        .call(
+        .ask(
             request::GET_ROUTEINFO_BY_TOPIC,
             &[("topic", "TopicA"), ("acceptStandardJsonOnly", "true")],
-            None,
         )
         .await;
     assert!(body_text(&standard_by_flag).contains(r#""brokerAddrs":{"0":"10.0.0.1:10911"}"#));

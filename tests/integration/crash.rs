@@ -286,11 +286,7 @@ async fn observe(addr: SocketAddr) -> Vec<Owned> {
     for conn in 0..CONNECTIONS {
         let ns = namespace(conn);
         let list = client
-            .call(
-                request::GET_KVLIST_BY_NAMESPACE,
-                &[("namespace", &ns)],
-                None,
-            )
+            .ask(request::GET_KVLIST_BY_NAMESPACE, &[("namespace", &ns)])
             .await;
         let table = match list.code {
             response::SUCCESS => {

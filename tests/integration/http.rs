@@ -328,11 +328,7 @@ async fn populated() -> (TestServer, TestClient) {
     )
     .await;
     let wipe = broker
-        .call(
-            rc::WIPE_WRITE_PERM_OF_BROKER,
-            &[("brokerName", "broker-b")],
-            None,
-        )
+        .ask(rc::WIPE_WRITE_PERM_OF_BROKER, &[("brokerName", "broker-b")])
         .await;
     assert_eq!(wipe.code, 0);
     let put = [

@@ -20,19 +20,11 @@ async fn kv_codes_answer_like_java() {
     );
     assert_eq!(miss.ext_fields.map(|f| f.len()), Some(0));
     let list = c
-        .call(
-            request::GET_KVLIST_BY_NAMESPACE,
-            &[("namespace", "ns")],
-            None,
-        )
+        .ask(request::GET_KVLIST_BY_NAMESPACE, &[("namespace", "ns")])
         .await;
     assert_eq!(body_text(&list), r#"{"table":{"k":"v"}}"#);
     let none = c
-        .call(
-            request::GET_KVLIST_BY_NAMESPACE,
-            &[("namespace", "other")],
-            None,
-        )
+        .ask(request::GET_KVLIST_BY_NAMESPACE, &[("namespace", "other")])
         .await;
     assert_eq!(
         (none.code, none.remark.as_deref()),
@@ -166,10 +158,9 @@ async fn a_java_written_kv_file_loads() {
     .await;
     let mut c = server.client().await;
     let list = c
-        .call(
+        .ask(
             request::GET_KVLIST_BY_NAMESPACE,
             &[("namespace", "ORDER_TOPIC_CONFIG")],
-            None,
         )
         .await;
     assert_eq!(list.code, 0);

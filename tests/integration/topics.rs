@@ -54,10 +54,9 @@ async fn topic_lists() {
         ["TopicA", "TopicB", "U1", "U2", "U3"]
     );
     let by = c
-        .call(
+        .ask(
             request::GET_TOPICS_BY_CLUSTER,
             &[("cluster", "OtherCluster")],
-            None,
         )
         .await;
     assert_eq!(topics_of(&body_text(&by)), ["U1", "U2", "U3"]);
@@ -142,10 +141,9 @@ async fn delete_and_register_topics() {
     let server = TestServer::start().await;
     let mut c = cluster_with_two_brokers(&server).await;
     let del = c
-        .call(
+        .ask(
             request::DELETE_TOPIC_IN_NAMESRV,
             &[("topic", "TopicA"), ("clusterName", "OtherCluster")],
-            None,
         )
         .await;
     assert_eq!(del.code, 0);
@@ -154,12 +152,8 @@ async fn delete_and_register_topics() {
         0,
         "broker-a is not in OtherCluster"
     );
-    c.call(
-        request::DELETE_TOPIC_IN_NAMESRV,
-        &[("topic", "TopicA")],
-        None,
-    )
-    .await;
+    c.ask(request::DELETE_TOPIC_IN_NAMESRV, &[("topic", "TopicA")])
+        .await;
     assert_eq!(
         route(&mut c, "TopicA").await.code,
         response::TOPIC_NOT_EXIST

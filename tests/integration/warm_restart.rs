@@ -33,10 +33,9 @@ async fn register_two(server_addr: std::net::SocketAddr) -> (TestClient, TestCli
     register(&mut b, "broker-b", "10.0.0.2:10911", "0", 5, &TOPICS[..2]).await;
     // A permission change is part of what is kept.
     let wiped = a
-        .call(
+        .ask(
             request::WIPE_WRITE_PERM_OF_BROKER,
             &[("brokerName", "broker-b")],
-            None,
         )
         .await;
     assert_eq!(wiped.code, 0);
