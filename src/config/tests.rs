@@ -156,13 +156,10 @@ fn a_bad_list_in_the_file_names_file_key_value_and_pattern() {
 
 #[test]
 fn load_reads_the_file_and_persist_round_trips() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("namesrv.conf");
-    std::fs::write(
-        &file,
+    let (dir, file) = crate::durable::temp_file(
+        "namesrv.conf",
         "# comment\nlistenPort = 19876\norderMessageEnable=true\nkvConfigPath=/tmp/kv\\\\x.json\n",
-    )
-    .unwrap();
+    );
     let mut c = Config::load(Some(&file), &env()).unwrap();
     assert_eq!(c.settings.listen_port, 19876);
     assert_eq!(c.settings.kv_config_path, "/tmp/kv\\x.json");
@@ -178,13 +175,10 @@ fn load_reads_the_file_and_persist_round_trips() {
 
 #[test]
 fn tls_lines_are_kept_and_persisted_but_never_listed() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("namesrv.conf");
-    std::fs::write(
-        &file,
+    let (_dir, file) = crate::durable::temp_file(
+        "namesrv.conf",
         "tls.server.mode=enforcing\ntls.server.keyPassword=secret\nlistenPort=19876\n",
-    )
-    .unwrap();
+    );
     let mut c = Config::load(Some(&file), &env()).unwrap();
     assert_eq!(c.tls_lines.len(), 2);
     assert!(!c.render([]).contains("tls."));

@@ -65,13 +65,10 @@ fn put_get_delete_list_and_reload() {
 
 #[test]
 fn java_files_load_and_odd_shapes_are_tolerated() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("kv.json");
-    std::fs::write(
-        &path,
+    let (_dir, path) = crate::durable::temp_file(
+        "kv.json",
         r#"{"configTable":{"a":{"x":"1","n":2,"z":null},"b":null}}"#,
-    )
-    .unwrap();
+    );
     let kv = KvStore::open(&path).unwrap();
     assert_eq!(kv.get("a", "n").as_deref(), Some("2"));
     assert_eq!(kv.get("a", "z"), None);
