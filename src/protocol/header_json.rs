@@ -43,13 +43,10 @@ pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) {
         w.raw(b",\"extFields\":{");
         let mut pairs: Vec<(&str, &str)> = fields.iter().collect();
         sort_strings_by_java_order(&mut pairs, Table::DEFAULT, |(k, _)| k);
-        for (i, (k, v)) in pairs.into_iter().enumerate() {
-            if i > 0 {
-                w.punct(b',');
-            }
+        w.separated(pairs, |w, (k, v)| {
             w.str_key(k);
             w.string(v);
-        }
+        });
         w.punct(b'}');
     }
     w.raw(b",\"flag\":");

@@ -101,13 +101,24 @@ impl<'a> JsonWriter<'a> {
     /// Writes a `["a","b"]` array of strings.
     pub fn string_array<'s>(&mut self, items: impl IntoIterator<Item = &'s str>) {
         self.out.push(b'[');
+        self.separated(items, |w, item| w.string(item));
+        self.out.push(b']');
+    }
+
+    /// Writes each of `items` with `write`, a `,` between two: the inside of every array and
+    /// object the bodies write.
+    #[inline]
+    pub fn separated<T>(
+        &mut self,
+        items: impl IntoIterator<Item = T>,
+        mut write: impl FnMut(&mut Self, T),
+    ) {
         for (i, item) in items.into_iter().enumerate() {
             if i > 0 {
                 self.out.push(b',');
             }
-            self.string(item);
+            write(self, item);
         }
-        self.out.push(b']');
     }
 
     /// Writes bytes that are already valid JSON in this style.

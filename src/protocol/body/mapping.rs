@@ -107,13 +107,10 @@ impl MappingInfo {
             // A ConcurrentHashMap<Integer,Integer>: an int's hash is itself.
             sort_by_java_order(&mut entries, Table::Concurrent(16), |(k, _)| *k);
         }
-        for (i, (k, v)) in entries.iter().enumerate() {
-            if i > 0 {
-                w.punct(b',');
-            }
+        w.separated(entries.iter(), |w, (k, v)| {
             w.num_key(*k as i64);
             w.int(*v as i64);
-        }
+        });
         w.raw(b"},\"dirty\":");
         w.bool(self.dirty);
         w.raw(b",\"epoch\":");
