@@ -17,16 +17,16 @@ fn route(t: &RouteTable, q: &RouteQuery<'_>) -> Option<String> {
 fn routes_match_the_java_capture_and_are_cached() {
     let mut t = RouteTable::new();
     let now = Instant::now();
-    register(
+    register_topics(
         &mut t,
-        &reg("broker-a", "127.0.0.1:10911", 0, 1),
-        &body(1, &["TopicA", "TopicB"]),
+        ("broker-a", "127.0.0.1:10911", 0, 1),
+        &["TopicA", "TopicB"],
         now,
     );
-    register(
+    register_topics(
         &mut t,
-        &reg("broker-a", "127.0.0.1:10921", 1, 2),
-        &body(1, &["TopicA", "TopicB"]),
+        ("broker-a", "127.0.0.1:10921", 1, 2),
+        &["TopicA", "TopicB"],
         now,
     );
     let expected = r#"{"brokerDatas":[{"brokerAddrs":{"0":"127.0.0.1:10911","1":"127.0.0.1:10921"},"brokerName":"broker-a","cluster":"DefaultCluster","enableActingMaster":false}],"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]}"#;
@@ -249,18 +249,8 @@ fn same_bucket_entries_list_in_the_order_they_entered_javas_tables() {
 fn the_system_topic_list_address_is_the_first_id_in_java_hash_order() {
     let now = Instant::now();
     let mut t = RouteTable::new();
-    register(
-        &mut t,
-        &reg("broker-a", "a:1", 1, 1),
-        &body(1, &["A", "B"]),
-        now,
-    );
-    register(
-        &mut t,
-        &reg("broker-a", "a:16", 16, 2),
-        &body(1, &["A", "B"]),
-        now,
-    );
+    register_topics(&mut t, ("broker-a", "a:1", 1, 1), &["A", "B"], now);
+    register_topics(&mut t, ("broker-a", "a:16", 16, 2), &["A", "B"], now);
     // Id 16 is in bucket 0 of Java's HashMap<Long, String>, ahead of id 1.
     assert_eq!(t.system_topics().1.as_deref(), Some("a:16"));
 }
