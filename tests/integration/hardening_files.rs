@@ -135,8 +135,7 @@ async fn an_accounts_file_emptied_while_running_is_not_applied_until_sighup() {
         \x20 - {accessKey: rocketmq2, secretKey: '12345678', admin: true}\n";
     std::fs::write(&acl, strict).unwrap();
     let props = format!("authMode=enforce\nauthConfigPath={}\n", acl.display());
-    let server = TestServer::with_properties(&props).await;
-    let mut c = server.client().await;
+    let (server, mut c) = TestServer::with_client(&props).await;
     let unsigned_read = async |c: &mut TestClient| {
         c.call(request::GET_ROUTEINFO_BY_TOPIC, &[("topic", "T1")], None)
             .await

@@ -6,8 +6,7 @@ use crate::harness::{Options, TestServer, body_text, delete_kv, get_kv, put_kv, 
 
 #[tokio::test]
 async fn kv_codes_answer_like_java() {
-    let server = TestServer::start().await;
-    let mut c = server.client().await;
+    let (_server, mut c) = TestServer::with_client("").await;
     let put = put_kv(&mut c, "ns", "k", "v").await;
     assert_eq!((put.code, put.ext_fields.is_none()), (0, true));
     let get = get_kv(&mut c, "ns", "k").await;
@@ -54,8 +53,7 @@ async fn kv_codes_answer_like_java() {
 
 #[tokio::test]
 async fn kv_table_and_config_survive_a_restart() {
-    let server = TestServer::start().await;
-    let mut c = server.client().await;
+    let (server, mut c) = TestServer::with_client("").await;
     let put = put_kv(&mut c, "ORDER_TOPIC_CONFIG", "T", "b:4").await;
     assert_eq!(put.code, 0);
     let upd = update_config(&mut c, "orderMessageEnable=true\nsupportActingMaster=true").await;

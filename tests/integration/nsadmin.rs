@@ -72,8 +72,7 @@ fn dead_addr() -> String {
 
 /// A server with broker-a (TopicA 8/8, TopicB 4/4) registered; keep the client alive.
 async fn with_broker() -> (TestServer, TestClient) {
-    let server = TestServer::start().await;
-    let mut broker = server.client().await;
+    let (server, mut broker) = TestServer::with_client("").await;
     register_master(
         &mut broker,
         "broker-a",

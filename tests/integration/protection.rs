@@ -276,8 +276,7 @@ async fn one_idle_broker_among_healthy_ones_is_removed_at_once() {
 
 #[tokio::test(start_paused = true)]
 async fn registered_and_silent_fakes_neither_keep_a_dead_broker_nor_raise_a_hold() {
-    let server = TestServer::with_properties(SCAN_ONLY).await;
-    let mut client = server.client().await;
+    let (server, mut client) = TestServer::with_client(SCAN_ONLY).await;
     let mut real = Vec::new();
     for b in 0..5 {
         real.push(broker(&server, b).await);
@@ -310,8 +309,7 @@ async fn registered_and_silent_fakes_neither_keep_a_dead_broker_nor_raise_a_hold
 
 #[tokio::test(start_paused = true)]
 async fn heartbeating_newcomers_do_not_get_a_silent_cluster_evicted() {
-    let server = TestServer::with_properties(SCAN_ONLY).await;
-    let mut client = server.client().await;
+    let (server, mut client) = TestServer::with_client(SCAN_ONLY).await;
     let mut real = Vec::new();
     for b in 0..5 {
         real.push(broker(&server, b).await);

@@ -182,8 +182,7 @@ async fn tls_client(server: &TestServer) -> TestClient {
 
 #[tokio::test]
 async fn a_default_server_serves_tls_and_plaintext_on_one_port() {
-    let server = TestServer::start().await;
-    let mut plain = server.client().await;
+    let (server, mut plain) = TestServer::with_client("").await;
     register_master(
         &mut plain,
         "broker-a",
