@@ -145,19 +145,19 @@ impl Shared {
     }
 }
 
-/// What woke a waiting task.
-enum Wake {
-    Stop,
-    Due,
-    Closed(String),
-}
-
-/// Waits for `at`, the end of the run, or the server closing `conn`.
-async fn wait(shared: &Shared, conn: &mut Conn, at: Instant) -> Wake {
+/// Waits for `at`: true when it is due; false at the end of the run, or when the server
+/// closed `conn` (counted, and noted as `who`'s).
+async fn due(shared: &Shared, conn: &mut Conn, at: Instant, who: &str) -> bool {
     tokio::select! {
-        _ = shared.cancel.cancelled() => Wake::Stop,
-        _ = sleep_until(at) => Wake::Due,
-        why = conn.closed_or_unexpected() => Wake::Closed(why),
+        _ = shared.cancel.cancelled() => false,
+        _ = sleep_until(at) => true,
+        why = conn.closed_or_unexpected() => {
+            shared.record(|a| {
+                a.closed += 1;
+                a.note(format!("{who}: {why}"));
+            });
+            false
+        }
     }
 }
 
@@ -180,16 +180,10 @@ pub async fn idle(shared: Arc<Shared>, i: usize) {
     let period = load.idle_ping_every;
     let mut next = period.map_or(far, |p| epoch + spread(p, i, load.idle_conns));
     let mut rng = Rng::new(load.seed ^ (i as u64).wrapping_mul(0x51_7cc1_b727_220a));
+    let who = format!("idle connection {i}");
     loop {
-        match wait(&shared, &mut conn, next).await {
-            Wake::Stop => return,
-            Wake::Closed(why) => {
-                return shared.record(|a| {
-                    a.closed += 1;
-                    a.note(format!("idle connection {i}: {why}"));
-                });
-            }
-            Wake::Due => {}
+        if !due(&shared, &mut conn, next, &who).await {
+            return;
         }
         let (topic, _) = load.pick(&mut rng);
         let req = wire::route_request(&mut conn, &topic);
@@ -245,15 +239,8 @@ pub async fn broker(shared: Arc<Shared>, b: usize, spec: BrokerSpec) {
     let mut next = epoch + spread(load.register_every, b, load.brokers);
     let mut rng = Rng::new(load.seed ^ 0xb0b ^ (b as u64).wrapping_mul(0x2545_f491_4f6c_dd1d));
     loop {
-        match wait(&shared, &mut conn, next).await {
-            Wake::Stop => return,
-            Wake::Closed(why) => {
-                return shared.record(|a| {
-                    a.closed += 1;
-                    a.note(format!("{}: {why}", spec.name));
-                });
-            }
-            Wake::Due => {}
+        if !due(&shared, &mut conn, next, &spec.name).await {
+            return;
         }
         let changed = rng.below(load.version_change_every.max(1)) == 0;
         if changed {
@@ -305,17 +292,11 @@ pub async fn router(shared: Arc<Shared>, k: usize) {
     let mut next = epoch + gap.map_or(Duration::ZERO, |g| spread(g, k, load.route_conns));
     let mut rng = Rng::new(load.seed ^ 0x7007e ^ (k as u64).wrapping_mul(0x9e37_79b9));
     let mut n = 0u64;
+    let who = format!("route connection {k}");
     loop {
         if let Some(gap) = gap {
-            match wait(&shared, &mut conn, next).await {
-                Wake::Stop => return,
-                Wake::Closed(why) => {
-                    return shared.record(|a| {
-                        a.closed += 1;
-                        a.note(format!("route connection {k}: {why}"));
-                    });
-                }
-                Wake::Due => {}
+            if !due(&shared, &mut conn, next, &who).await {
+                return;
             }
             // Behind schedule (a slow answer): skip the missed slots rather than burst, so
             // that the clients keep their spread instead of bunching up after a stall.
