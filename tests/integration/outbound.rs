@@ -62,6 +62,14 @@ fn spawn_role_change(
     tokio::spawn(async move { outbound.request(conn, role_changed(), timeout).await })
 }
 
+/// A one-way request to `conn` finds no such connection.
+fn assert_not_connected(served: &Served, conn: ConnId) {
+    assert_eq!(
+        served.outbound.oneway(conn, role_changed()),
+        Err(OutboundError::NotConnected(conn))
+    );
+}
+
 /// The response a client gives to `request`.
 fn answer(request: &RemotingCommand, remark: &str) -> RemotingCommand {
     let mut cmd = RemotingCommand::response(response::SUCCESS, Some(remark.to_owned()));
@@ -141,10 +149,7 @@ async fn an_unknown_connection_is_not_connected() {
         .request(unknown, role_changed(), Duration::from_secs(1))
         .await;
     assert_eq!(got, Err(OutboundError::NotConnected(unknown)));
-    assert_eq!(
-        served.outbound.oneway(unknown, role_changed()),
-        Err(OutboundError::NotConnected(unknown))
-    );
+    assert_not_connected(&served, unknown);
 }
 
 #[tokio::test]
@@ -160,10 +165,7 @@ async fn a_waiting_request_learns_when_the_client_disconnects() {
         Err(OutboundError::Closed)
     );
     assert!(!served.outbound.connections().contains(&conn));
-    assert_eq!(
-        served.outbound.oneway(conn, role_changed()),
-        Err(OutboundError::NotConnected(conn))
-    );
+    assert_not_connected(&served, conn);
 }
 
 #[tokio::test]

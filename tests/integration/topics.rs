@@ -159,51 +159,24 @@ async fn delete_and_register_topics() {
         response::TOPIC_NOT_EXIST
     );
     let body = br#"{"brokerDatas":[],"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":3,"topicSysFlag":0,"writeQueueNums":3}]}"#;
-    let reg = c
-        .call(
-            request::REGISTER_TOPIC_IN_NAMESRV,
-            &[("topic", "Fresh")],
-            Some(body),
-        )
-        .await;
+    let reg = register_topic(&mut c, "Fresh", body).await;
     assert_eq!(reg.code, 0);
     assert!(body_text(&route(&mut c, "Fresh").await).contains(r#""readQueueNums":3"#));
     let ghost =
         br#"{"queueDatas":[{"brokerName":"ghost","perm":6,"readQueueNums":3,"writeQueueNums":3}]}"#;
-    assert_eq!(
-        c.call(
-            request::REGISTER_TOPIC_IN_NAMESRV,
-            &[("topic", "Ghostly")],
-            Some(ghost)
-        )
-        .await
-        .code,
-        0
-    );
+    assert_eq!(register_topic(&mut c, "Ghostly", ghost).await.code, 0);
     assert_eq!(
         route(&mut c, "Ghostly").await.code,
         response::TOPIC_NOT_EXIST
     );
-    let bad = c
-        .call(
-            request::REGISTER_TOPIC_IN_NAMESRV,
-            &[("topic", "X")],
-            Some(b"{oops"),
-        )
-        .await;
+    let bad = register_topic(&mut c, "X", b"{oops").await;
     assert_eq!(bad.code, response::SYSTEM_ERROR);
     // What fastjson reads as null registers nothing and succeeds; so does a list that
     // breaks off at a null entry for a new topic.
     let invalid_utf8 = b"{\"queueDatas\":[{\"brokerName\":\"broker-a\"}],\"x\":\"\xff\"}";
     let null_entry = br#"{"queueDatas":[{"brokerName":"broker-a","perm":6},null]}"#;
     for body in [&b"null"[..], b"  ", invalid_utf8, null_entry] {
-        let reg = c
-            .call(
-                request::REGISTER_TOPIC_IN_NAMESRV,
-                &[("topic", "Nothing")],
-                Some(body),
-            )
-            .await;
+        let reg = register_topic(&mut c, "Nothing", body).await;
         assert_eq!(reg.code, 0, "{body:?}");
         assert_eq!(
             route(&mut c, "Nothing").await.code,
@@ -211,4 +184,14 @@ async fn delete_and_register_topics() {
             "{body:?}"
         );
     }
+}
+
+/// REGISTER_TOPIC_IN_NAMESRV of `topic` with route-data `body`.
+async fn register_topic(c: &mut TestClient, topic: &str, body: &[u8]) -> RemotingCommand {
+    c.call(
+        request::REGISTER_TOPIC_IN_NAMESRV,
+        &[("topic", topic)],
+        Some(body),
+    )
+    .await
 }
