@@ -17,7 +17,8 @@ use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
 use crate::stats::{Acc, Rng};
-use crate::wire::{self, BrokerSpec, Conn};
+use crate::wire::{self, BrokerSpec, CallError, Conn};
+use namesrv::protocol::RemotingCommand;
 
 /// What the load consists of.
 #[derive(Debug, Clone)]
@@ -161,6 +162,22 @@ async fn due(shared: &Shared, conn: &mut Conn, at: Instant, who: &str) -> bool {
     }
 }
 
+/// A route request for `topic` and its latency in µs; `None` when the run ends first.
+async fn timed_route(
+    shared: &Shared,
+    conn: &mut Conn,
+    topic: &str,
+) -> Option<(Result<RemotingCommand, CallError>, u32)> {
+    let req = wire::route_request(conn, topic);
+    let t0 = Instant::now();
+    let res = tokio::select! {
+        _ = shared.cancel.cancelled() => return None,
+        r = conn.call(&req, shared.load.request_timeout) => r,
+    };
+    let us = t0.elapsed().as_micros().min(u32::MAX as u128) as u32;
+    Some((res, us))
+}
+
 /// `period * i / n`: task `i`'s offset when `n` tasks spread over `period`.
 fn spread(period: Duration, i: usize, n: usize) -> Duration {
     period.mul_f64(i as f64 / n.max(1) as f64)
@@ -186,13 +203,9 @@ pub async fn idle(shared: Arc<Shared>, i: usize) {
             return;
         }
         let (topic, _) = load.pick(&mut rng);
-        let req = wire::route_request(&mut conn, &topic);
-        let t0 = Instant::now();
-        let res = tokio::select! {
-            _ = shared.cancel.cancelled() => return,
-            r = conn.call(&req, load.request_timeout) => r,
+        let Some((res, us)) = timed_route(&shared, &mut conn, &topic).await else {
+            return;
         };
-        let us = t0.elapsed().as_micros().min(u32::MAX as u128) as u32;
         match res {
             Ok(r) if r.code == 0 => shared.record(|a| a.idle_us.push(us)),
             Ok(r) => shared.record(|a| {
@@ -311,13 +324,9 @@ pub async fn router(shared: Arc<Shared>, k: usize) {
             return;
         }
         let (topic, brokers) = load.pick(&mut rng);
-        let req = wire::route_request(&mut conn, &topic);
-        let t0 = Instant::now();
-        let res = tokio::select! {
-            _ = shared.cancel.cancelled() => return,
-            r = conn.call(&req, load.request_timeout) => r,
+        let Some((res, us)) = timed_route(&shared, &mut conn, &topic).await else {
+            return;
         };
-        let us = t0.elapsed().as_micros().min(u32::MAX as u128) as u32;
         n += 1;
         let check = load.verify_every > 0 && n.is_multiple_of(load.verify_every);
         match res {

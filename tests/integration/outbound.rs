@@ -40,6 +40,13 @@ async fn attached_client(served: &Served) -> (TestClient, ConnId) {
     (client, conn)
 }
 
+/// A fresh server, a client of it and that client's connection id.
+async fn served_client() -> (Served, TestClient, ConnId) {
+    let served = serve().await;
+    let (client, conn) = attached_client(&served).await;
+    (served, client, conn)
+}
+
 async fn kv_get(client: &mut TestClient) -> RemotingCommand {
     let ext = [("namespace", "ns"), ("key", "k")];
     client.call(request::GET_KV_CONFIG, &ext, None).await
@@ -79,8 +86,7 @@ fn answer(request: &RemotingCommand, remark: &str) -> RemotingCommand {
 
 #[tokio::test]
 async fn a_request_reaches_the_client_and_its_response_comes_back() {
-    let served = serve().await;
-    let (mut client, conn) = attached_client(&served).await;
+    let (served, mut client, conn) = served_client().await;
     let waiting = spawn_role_change(&served, conn, Duration::from_secs(30));
     let sent = client.recv().await.expect("the request");
     assert_eq!(sent.code, NOTIFY_BROKER_ROLE_CHANGED);
@@ -107,8 +113,7 @@ async fn a_request_reaches_the_client_and_its_response_comes_back() {
 
 #[tokio::test]
 async fn a_one_way_request_is_delivered_with_the_one_way_flag() {
-    let served = serve().await;
-    let (mut client, conn) = attached_client(&served).await;
+    let (served, mut client, conn) = served_client().await;
     served.outbound.oneway(conn, role_changed()).unwrap();
     let sent = client.recv().await.unwrap();
     assert_eq!(sent.code, NOTIFY_BROKER_ROLE_CHANGED);
@@ -120,8 +125,7 @@ async fn a_one_way_request_is_delivered_with_the_one_way_flag() {
 
 #[tokio::test(start_paused = true)]
 async fn a_request_the_client_never_answers_times_out_and_leaves_nothing() {
-    let served = serve().await;
-    let (mut client, conn) = attached_client(&served).await;
+    let (served, mut client, conn) = served_client().await;
     let timeout = Duration::from_secs(3);
     let waiting = spawn_role_change(&served, conn, timeout);
     let sent = client.recv().await.unwrap();
@@ -141,8 +145,7 @@ async fn a_request_the_client_never_answers_times_out_and_leaves_nothing() {
 
 #[tokio::test]
 async fn an_unknown_connection_is_not_connected() {
-    let served = serve().await;
-    let (_client, conn) = attached_client(&served).await;
+    let (served, _client, conn) = served_client().await;
     let unknown = ConnId(conn.0 + 1000);
     let got = served
         .outbound
@@ -154,8 +157,7 @@ async fn an_unknown_connection_is_not_connected() {
 
 #[tokio::test]
 async fn a_waiting_request_learns_when_the_client_disconnects() {
-    let served = serve().await;
-    let (mut client, conn) = attached_client(&served).await;
+    let (served, mut client, conn) = served_client().await;
     let waiting = spawn_role_change(&served, conn, Duration::from_secs(3600));
     client.recv().await.expect("the request");
     drop(client);
@@ -170,8 +172,7 @@ async fn a_waiting_request_learns_when_the_client_disconnects() {
 
 #[tokio::test]
 async fn the_clients_own_requests_are_answered_in_order_while_one_waits() {
-    let served = serve().await;
-    let (mut client, conn) = attached_client(&served).await;
+    let (served, mut client, conn) = served_client().await;
     let waiting = spawn_role_change(&served, conn, Duration::from_secs(30));
     let sent = client.recv().await.unwrap();
     // Two requests in one write, answered in order while the server's request waits.
@@ -238,8 +239,7 @@ async fn writing_a_request_counts_as_activity_for_the_idle_timeout() {
 
 #[tokio::test]
 async fn a_large_response_decoded_off_the_connection_reaches_its_waiter() {
-    let served = serve().await;
-    let (mut client, conn) = attached_client(&served).await;
+    let (served, mut client, conn) = served_client().await;
     let waiting = spawn_role_change(&served, conn, Duration::from_secs(30));
     let sent = client.recv().await.unwrap();
     // Over the 64 KiB the connection decodes on its own task.
