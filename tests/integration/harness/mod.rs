@@ -31,3 +31,21 @@ pub fn temp_file(name: &str, text: impl AsRef<[u8]>) -> (tempfile::TempDir, std:
     std::fs::write(&path, text).unwrap();
     (dir, path)
 }
+
+/// A fake peer on an ephemeral loopback port: each connection it accepts is handed to `serve`
+/// (called in the accept loop, so it may count the connection at once) and the future it
+/// returns runs in a task of its own. Returns the peer's address.
+pub async fn fake_peer<F, Fut>(mut serve: F) -> std::net::SocketAddr
+where
+    F: FnMut(tokio::net::TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(serve(stream));
+        }
+    });
+    addr
+}
