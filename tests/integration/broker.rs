@@ -27,11 +27,10 @@ async fn wait_until_gone(client: &mut TestClient, topic: &str) {
 
 #[tokio::test(start_paused = true)]
 async fn a_broker_that_stops_heartbeating_expires() {
-    let server = TestServer::with_properties(
+    let (server, mut broker) = TestServer::with_client(
         "scanNotActiveBrokerInterval=1000\nserverChannelMaxIdleTimeSeconds=0",
     )
     .await;
-    let mut broker = server.client().await;
     let reg = registration("broker-a", "10.0.0.1:10911", "0", 1, &["TopicA", "TopicB"]);
     register_with(
         &mut broker,
@@ -505,11 +504,10 @@ async fn switching_support_acting_master_at_run_time_changes_cached_routes() {
 
 #[tokio::test(start_paused = true)]
 async fn the_readiness_gate_refuses_routes_until_brokers_had_time_to_register() {
-    let server = TestServer::with_properties(
+    let (_server, mut client) = TestServer::with_client(
         "needWaitForService=true\nwaitSecondsForService=45\nserverChannelMaxIdleTimeSeconds=0",
     )
     .await;
-    let mut client = server.client().await;
     register_broker_a(&mut client).await;
     let resp = route(&mut client, "TopicA").await;
     assert_eq!(
