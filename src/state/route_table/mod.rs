@@ -391,6 +391,19 @@ pub(crate) mod testing {
         register(t, &reg(name, addr, id, conn), &body(1, topics), now)
     }
 
+    /// [`register_topics`] in `cluster` instead of `DefaultCluster`.
+    pub fn register_topics_in(
+        t: &mut RouteTable,
+        cluster: &str,
+        (name, addr, id, conn): (&str, &str, i64, u64),
+        topics: &[&str],
+        now: Instant,
+    ) -> RegisterOutcome {
+        let mut r = reg(name, addr, id, conn);
+        r.cluster = cluster;
+        register(t, &r, &body(1, topics), now)
+    }
+
     /// Registers the tests' usual broker: `broker-a`, master at `a:1` on connection 1.
     pub fn register_broker_a(
         t: &mut RouteTable,

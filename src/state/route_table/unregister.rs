@@ -297,9 +297,13 @@ mod tests {
         register_broker_a(&mut t, &body(1, &["A", "B"]), start);
         // The same group re-registers under another cluster: its live key is (Other, a:1)
         // but the group still says DefaultCluster.
-        let mut other = reg("broker-a", "a:1", 0, 1);
-        other.cluster = "Other";
-        register(&mut t, &other, &body(1, &["A", "B"]), start);
+        register_topics_in(
+            &mut t,
+            "Other",
+            ("broker-a", "a:1", 0, 1),
+            &["A", "B"],
+            start,
+        );
         t.unregister(&[unreg("broker-a", "a:1", 0)]);
         assert!(t.live("Other", "a:1").is_some());
         assert_eq!(t.expire(start + Duration::from_secs(121)).len(), 1);

@@ -164,9 +164,7 @@ fn lists() {
         ),
         now,
     );
-    let mut other = reg("broker-b", "b:1", 0, 2);
-    other.cluster = "Other";
-    register(&mut t, &other, &body(1, &["D", "E"]), now);
+    register_topics_in(&mut t, "Other", ("broker-b", "b:1", 0, 2), &["D", "E"], now);
     let sorted = |mut v: Vec<Name>| {
         v.sort();
         v.iter().map(|n| n.to_string()).collect::<Vec<_>>()
