@@ -73,10 +73,7 @@ pub(super) fn render_file(table: &Namespaces) -> Vec<u8> {
     w.separated(table.iter(), |w, (ns, entries)| {
         w.str_key(ns);
         w.punct(b'{');
-        w.separated(entries.iter(), |w, (k, v)| {
-            w.str_key(k);
-            w.string(v);
-        });
+        w.string_entries(entries.iter());
         w.punct(b'}');
     });
     w.raw(b"}}");

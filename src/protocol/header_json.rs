@@ -43,10 +43,7 @@ pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) {
         w.raw(b",\"extFields\":{");
         let mut pairs: Vec<(&str, &str)> = fields.iter().collect();
         sort_strings_by_java_order(&mut pairs, Table::DEFAULT, |(k, _)| k);
-        w.separated(pairs, |w, (k, v)| {
-            w.str_key(k);
-            w.string(v);
-        });
+        w.string_entries(pairs);
         w.punct(b'}');
     }
     w.raw(b",\"flag\":");
@@ -58,10 +55,7 @@ pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) {
     }
     w.raw(b",\"opaque\":");
     w.int(cmd.opaque as i64);
-    if let Some(remark) = &cmd.remark {
-        w.raw(b",\"remark\":");
-        w.string(remark);
-    }
+    w.opt_string(b",\"remark\":", cmd.remark.as_deref());
     w.raw(b",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":");
     w.int(cmd.version as i64);
     w.punct(b'}');

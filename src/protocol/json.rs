@@ -105,6 +105,26 @@ impl<'a> JsonWriter<'a> {
         self.out.push(b']');
     }
 
+    /// Writes `"k":"v"` entries of a string map, a `,` between two.
+    pub fn string_entries<K: AsRef<str>, V: AsRef<str>>(
+        &mut self,
+        entries: impl IntoIterator<Item = (K, V)>,
+    ) {
+        self.separated(entries, |w, (k, v)| {
+            w.str_key(k.as_ref());
+            w.string(v.as_ref());
+        });
+    }
+
+    /// Writes `prefix` (`,"name":`) and the string `value` when there is one: an optional
+    /// property, omitted when null as fastjson omits it.
+    pub fn opt_string(&mut self, prefix: &[u8], value: Option<&str>) {
+        if let Some(value) = value {
+            self.raw(prefix);
+            self.string(value);
+        }
+    }
+
     /// Writes each of `items` with `write`, a `,` between two: the inside of every array and
     /// object the bodies write.
     #[inline]

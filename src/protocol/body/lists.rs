@@ -57,10 +57,7 @@ pub fn kv_table<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> Ve
     );
     let mut w = JsonWriter::new(&mut out, JsonStyle::Legacy);
     w.raw(b"{\"table\":{");
-    w.separated(entries, |w, (k, v)| {
-        w.str_key(k);
-        w.string(v);
-    });
+    w.string_entries(entries);
     w.raw(b"}}");
     out
 }

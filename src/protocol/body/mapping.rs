@@ -115,14 +115,8 @@ impl MappingInfo {
         w.bool(self.dirty);
         w.raw(b",\"epoch\":");
         w.int(self.epoch);
-        if let Some(scope) = &self.scope {
-            w.raw(b",\"scope\":");
-            w.string(scope);
-        }
-        if let Some(topic) = &self.topic {
-            w.raw(b",\"topic\":");
-            w.string(topic);
-        }
+        w.opt_string(b",\"scope\":", self.scope.as_deref());
+        w.opt_string(b",\"topic\":", self.topic.as_deref());
         w.raw(b",\"totalQueues\":");
         w.int(self.total_queues as i64);
         w.punct(b'}');

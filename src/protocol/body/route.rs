@@ -87,10 +87,7 @@ impl BrokerData {
         w.string(&self.cluster);
         w.raw(b",\"enableActingMaster\":");
         w.bool(self.enable_acting_master);
-        if let Some(zone) = &self.zone_name {
-            w.raw(b",\"zoneName\":");
-            w.string(zone);
-        }
+        w.opt_string(b",\"zoneName\":", self.zone_name.as_deref());
         w.punct(b'}');
     }
 }
@@ -154,10 +151,7 @@ impl TopicRouteData<'_> {
             w.string_array(list.iter().map(String::as_str));
         });
         w.punct(b'}');
-        if let Some(conf) = self.order_topic_conf {
-            w.raw(b",\"orderTopicConf\":");
-            w.string(conf);
-        }
+        w.opt_string(b",\"orderTopicConf\":", self.order_topic_conf);
         w.raw(b",\"queueDatas\":[");
         w.separated(self.queue_datas.iter(), |w, qd| {
             qd.write_json(w);
