@@ -285,9 +285,7 @@ async fn observe(addr: SocketAddr) -> Vec<Owned> {
     let mut owned = Vec::new();
     for conn in 0..CONNECTIONS {
         let ns = namespace(conn);
-        let list = client
-            .ask(request::GET_KVLIST_BY_NAMESPACE, &[("namespace", &ns)])
-            .await;
+        let list = crate::harness::kv_list(&mut client, &ns).await;
         let table = match list.code {
             response::SUCCESS => {
                 let v: serde_json::Value =

@@ -327,9 +327,7 @@ async fn populated() -> (TestServer, TestClient) {
         &["Orders", "Payments"],
     )
     .await;
-    let wipe = broker
-        .ask(rc::WIPE_WRITE_PERM_OF_BROKER, &[("brokerName", "broker-b")])
-        .await;
+    let wipe = crate::harness::wipe_write_perm(&mut broker, "broker-b").await;
     assert_eq!(wipe.code, 0);
     let put = [
         ("namespace", "ORDER_TOPIC_CONFIG"),

@@ -18,13 +18,9 @@ async fn kv_codes_answer_like_java() {
         Some("No config item, Namespace: ns Key: nope")
     );
     assert_eq!(miss.ext_fields.map(|f| f.len()), Some(0));
-    let list = c
-        .ask(request::GET_KVLIST_BY_NAMESPACE, &[("namespace", "ns")])
-        .await;
+    let list = crate::harness::kv_list(&mut c, "ns").await;
     assert_eq!(body_text(&list), r#"{"table":{"k":"v"}}"#);
-    let none = c
-        .ask(request::GET_KVLIST_BY_NAMESPACE, &[("namespace", "other")])
-        .await;
+    let none = crate::harness::kv_list(&mut c, "other").await;
     assert_eq!(
         (none.code, none.remark.as_deref()),
         (
@@ -155,12 +151,7 @@ async fn a_java_written_kv_file_loads() {
     })
     .await;
     let mut c = server.client().await;
-    let list = c
-        .ask(
-            request::GET_KVLIST_BY_NAMESPACE,
-            &[("namespace", "ORDER_TOPIC_CONFIG")],
-        )
-        .await;
+    let list = crate::harness::kv_list(&mut c, "ORDER_TOPIC_CONFIG").await;
     assert_eq!(list.code, 0);
     assert!(body_text(&list).contains(r#""TopicOrder":"broker-a:4;broker-b:4""#));
 }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use namesrv::protocol::code::{request, response};
+use namesrv::protocol::code::response;
 
 use crate::harness::spawned::{self, Spawned};
 use crate::harness::{
@@ -32,12 +32,7 @@ async fn register_two(server_addr: std::net::SocketAddr) -> (TestClient, TestCli
     let mut b = TestClient::connect(server_addr).await;
     register(&mut b, "broker-b", "10.0.0.2:10911", "0", 5, &TOPICS[..2]).await;
     // A permission change is part of what is kept.
-    let wiped = a
-        .ask(
-            request::WIPE_WRITE_PERM_OF_BROKER,
-            &[("brokerName", "broker-b")],
-        )
-        .await;
+    let wiped = crate::harness::wipe_write_perm(&mut a, "broker-b").await;
     assert_eq!(wiped.code, 0);
     (a, b)
 }

@@ -16,9 +16,9 @@ pub mod tls;
 pub use client::{TestClient, body_text};
 pub use http::{HttpResponse, http_exchange, http_request, http_request_with};
 pub use requests::{
-    cluster_info, delete_kv, get_kv, put_kv, qdv_ext, query_data_version, register, register_body,
-    register_broker_a, register_ext, register_master, register_raw, register_with, registration,
-    route, update_config,
+    cluster_info, delete_kv, get_kv, kv_list, put_kv, qdv_ext, query_data_version, register,
+    register_body, register_broker_a, register_ext, register_master, register_raw, register_with,
+    registration, route, update_config, wipe_write_perm,
 };
 pub use server::{Options, TestServer, apply_config};
 pub use tls::{tls_client_config, tls_client_with};
