@@ -171,11 +171,9 @@ async fn a_damaged_snapshot_is_logged_and_the_server_starts_empty() {
 
 #[tokio::test]
 async fn an_unwritable_snapshot_directory_is_logged_and_survived() {
-    let dir = tempfile::tempdir().unwrap();
     // A regular file where the snapshot's directory should be: no write can succeed, even
     // as root.
-    let blocker = dir.path().join("not-a-dir");
-    std::fs::write(&blocker, "x").unwrap();
+    let (dir, blocker) = crate::harness::temp_file("not-a-dir", "x");
     let extra = format!(
         "routeSnapshotPath={}\nrouteSnapshotIntervalMillis=100",
         blocker.join("routes.snapshot").display()
