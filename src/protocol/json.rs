@@ -106,7 +106,7 @@ impl<'a> JsonWriter<'a> {
     }
 
     /// Writes `"k":"v"` entries of a string map, a `,` between two.
-    pub fn string_entries<K: AsRef<str>, V: AsRef<str>>(
+    pub(crate) fn string_entries<K: AsRef<str>, V: AsRef<str>>(
         &mut self,
         entries: impl IntoIterator<Item = (K, V)>,
     ) {
@@ -118,7 +118,7 @@ impl<'a> JsonWriter<'a> {
 
     /// Writes `prefix` (`,"name":`) and the string `value` when there is one: an optional
     /// property, omitted when null as fastjson omits it.
-    pub fn opt_string(&mut self, prefix: &[u8], value: Option<&str>) {
+    pub(crate) fn opt_string(&mut self, prefix: &[u8], value: Option<&str>) {
         if let Some(value) = value {
             self.raw(prefix);
             self.string(value);
@@ -128,7 +128,7 @@ impl<'a> JsonWriter<'a> {
     /// Writes each of `items` with `write`, a `,` between two: the inside of every array and
     /// object the bodies write.
     #[inline]
-    pub fn separated<T>(
+    pub(crate) fn separated<T>(
         &mut self,
         items: impl IntoIterator<Item = T>,
         mut write: impl FnMut(&mut Self, T),
