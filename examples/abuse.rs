@@ -332,10 +332,9 @@ async fn attack(
         }
         "zlib" => {
             let body = zlib_bomb();
-            let mut tasks = Vec::new();
-            for _ in 0..2 {
+            run_tasks(2, |_| {
                 let body = body.clone();
-                tasks.push(tokio::spawn(async move {
+                async move {
                     let Ok(mut c) = Conn::connect(addr).await else {
                         return;
                     };
@@ -350,18 +349,15 @@ async fn attack(
                             return;
                         }
                     }
-                }));
-            }
-            for t in tasks {
-                let _ = t.await;
-            }
+                }
+            })
+            .await;
             Vec::new()
         }
         "kv-writes" => {
-            let mut tasks = Vec::new();
-            for w in 0..2 {
+            run_tasks(2, |w| {
                 let puts = setup.puts.clone();
-                tasks.push(tokio::spawn(async move {
+                async move {
                     let Ok(mut c) = Conn::connect(addr).await else {
                         return;
                     };
@@ -382,11 +378,9 @@ async fn attack(
                         }
                         i += 1;
                     }
-                }));
-            }
-            for t in tasks {
-                let _ = t.await;
-            }
+                }
+            })
+            .await;
             Vec::new()
         }
         "unread" => {
@@ -451,26 +445,22 @@ async fn attack(
 /// opening a new one whenever the server closes one (after a pause, so that a closing server
 /// is not met with a busy loop).
 async fn hold_prefixed(n: usize, addr: SocketAddr, deadline: Instant, prefix: Arc<[u8]>) {
-    let tasks: Vec<_> = (0..n)
-        .map(|_| {
-            let prefix = prefix.clone();
-            tokio::spawn(async move {
-                while Instant::now() < deadline {
-                    if let Ok(mut s) = tokio::net::TcpStream::connect(addr).await
-                        && s.write_all(&prefix).await.is_ok()
-                    {
-                        let mut byte = [0u8; 1];
-                        let read = tokio::io::AsyncReadExt::read(&mut s, &mut byte);
-                        let _ = tokio::time::timeout_at(deadline, read).await;
-                    }
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+    run_tasks(n, |_| {
+        let prefix = prefix.clone();
+        async move {
+            while Instant::now() < deadline {
+                if let Ok(mut s) = tokio::net::TcpStream::connect(addr).await
+                    && s.write_all(&prefix).await.is_ok()
+                {
+                    let mut byte = [0u8; 1];
+                    let read = tokio::io::AsyncReadExt::read(&mut s, &mut byte);
+                    let _ = tokio::time::timeout_at(deadline, read).await;
                 }
-            })
-        })
-        .collect();
-    for t in tasks {
-        let _ = t.await;
-    }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    })
+    .await;
 }
 
 /// Runs `n` loops of `one` until `deadline`.
@@ -479,16 +469,24 @@ where
     F: Fn() -> Fut + Clone + Send + 'static,
     Fut: std::future::Future<Output = ()> + Send,
 {
-    let tasks: Vec<_> = (0..n)
-        .map(|_| {
-            let one = one.clone();
-            tokio::spawn(async move {
-                while Instant::now() < deadline {
-                    one().await;
-                }
-            })
-        })
-        .collect();
+    run_tasks(n, |_| {
+        let one = one.clone();
+        async move {
+            while Instant::now() < deadline {
+                one().await;
+            }
+        }
+    })
+    .await;
+}
+
+/// Spawns the `n` tasks `task(0)`, `task(1)`, … and waits for every one to end.
+async fn run_tasks<F, Fut>(n: usize, task: F)
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let tasks: Vec<_> = (0..n).map(|i| tokio::spawn(task(i))).collect();
     for t in tasks {
         let _ = t.await;
     }

@@ -17,7 +17,8 @@ use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
 use crate::stats::{Acc, Rng};
-use crate::wire::{self, BrokerSpec, Conn};
+use crate::wire::{self, BrokerSpec, CallError, Conn};
+use namesrv::protocol::RemotingCommand;
 
 /// What the load consists of.
 #[derive(Debug, Clone)]
@@ -145,20 +146,36 @@ impl Shared {
     }
 }
 
-/// What woke a waiting task.
-enum Wake {
-    Stop,
-    Due,
-    Closed(String),
+/// Waits for `at`: true when it is due; false at the end of the run, or when the server
+/// closed `conn` (counted, and noted as `who`'s).
+async fn due(shared: &Shared, conn: &mut Conn, at: Instant, who: &str) -> bool {
+    tokio::select! {
+        _ = shared.cancel.cancelled() => false,
+        _ = sleep_until(at) => true,
+        why = conn.closed_or_unexpected() => {
+            shared.record(|a| {
+                a.closed += 1;
+                a.note(format!("{who}: {why}"));
+            });
+            false
+        }
+    }
 }
 
-/// Waits for `at`, the end of the run, or the server closing `conn`.
-async fn wait(shared: &Shared, conn: &mut Conn, at: Instant) -> Wake {
-    tokio::select! {
-        _ = shared.cancel.cancelled() => Wake::Stop,
-        _ = sleep_until(at) => Wake::Due,
-        why = conn.closed_or_unexpected() => Wake::Closed(why),
-    }
+/// A route request for `topic` and its latency in µs; `None` when the run ends first.
+async fn timed_route(
+    shared: &Shared,
+    conn: &mut Conn,
+    topic: &str,
+) -> Option<(Result<RemotingCommand, CallError>, u32)> {
+    let req = wire::route_request(conn, topic);
+    let t0 = Instant::now();
+    let res = tokio::select! {
+        _ = shared.cancel.cancelled() => return None,
+        r = conn.call(&req, shared.load.request_timeout) => r,
+    };
+    let us = t0.elapsed().as_micros().min(u32::MAX as u128) as u32;
+    Some((res, us))
 }
 
 /// `period * i / n`: task `i`'s offset when `n` tasks spread over `period`.
@@ -180,25 +197,15 @@ pub async fn idle(shared: Arc<Shared>, i: usize) {
     let period = load.idle_ping_every;
     let mut next = period.map_or(far, |p| epoch + spread(p, i, load.idle_conns));
     let mut rng = Rng::new(load.seed ^ (i as u64).wrapping_mul(0x51_7cc1_b727_220a));
+    let who = format!("idle connection {i}");
     loop {
-        match wait(&shared, &mut conn, next).await {
-            Wake::Stop => return,
-            Wake::Closed(why) => {
-                return shared.record(|a| {
-                    a.closed += 1;
-                    a.note(format!("idle connection {i}: {why}"));
-                });
-            }
-            Wake::Due => {}
+        if !due(&shared, &mut conn, next, &who).await {
+            return;
         }
         let (topic, _) = load.pick(&mut rng);
-        let req = wire::route_request(&mut conn, &topic);
-        let t0 = Instant::now();
-        let res = tokio::select! {
-            _ = shared.cancel.cancelled() => return,
-            r = conn.call(&req, load.request_timeout) => r,
+        let Some((res, us)) = timed_route(&shared, &mut conn, &topic).await else {
+            return;
         };
-        let us = t0.elapsed().as_micros().min(u32::MAX as u128) as u32;
         match res {
             Ok(r) if r.code == 0 => shared.record(|a| a.idle_us.push(us)),
             Ok(r) => shared.record(|a| {
@@ -245,15 +252,8 @@ pub async fn broker(shared: Arc<Shared>, b: usize, spec: BrokerSpec) {
     let mut next = epoch + spread(load.register_every, b, load.brokers);
     let mut rng = Rng::new(load.seed ^ 0xb0b ^ (b as u64).wrapping_mul(0x2545_f491_4f6c_dd1d));
     loop {
-        match wait(&shared, &mut conn, next).await {
-            Wake::Stop => return,
-            Wake::Closed(why) => {
-                return shared.record(|a| {
-                    a.closed += 1;
-                    a.note(format!("{}: {why}", spec.name));
-                });
-            }
-            Wake::Due => {}
+        if !due(&shared, &mut conn, next, &spec.name).await {
+            return;
         }
         let changed = rng.below(load.version_change_every.max(1)) == 0;
         if changed {
@@ -305,17 +305,11 @@ pub async fn router(shared: Arc<Shared>, k: usize) {
     let mut next = epoch + gap.map_or(Duration::ZERO, |g| spread(g, k, load.route_conns));
     let mut rng = Rng::new(load.seed ^ 0x7007e ^ (k as u64).wrapping_mul(0x9e37_79b9));
     let mut n = 0u64;
+    let who = format!("route connection {k}");
     loop {
         if let Some(gap) = gap {
-            match wait(&shared, &mut conn, next).await {
-                Wake::Stop => return,
-                Wake::Closed(why) => {
-                    return shared.record(|a| {
-                        a.closed += 1;
-                        a.note(format!("route connection {k}: {why}"));
-                    });
-                }
-                Wake::Due => {}
+            if !due(&shared, &mut conn, next, &who).await {
+                return;
             }
             // Behind schedule (a slow answer): skip the missed slots rather than burst, so
             // that the clients keep their spread instead of bunching up after a stall.
@@ -330,13 +324,9 @@ pub async fn router(shared: Arc<Shared>, k: usize) {
             return;
         }
         let (topic, brokers) = load.pick(&mut rng);
-        let req = wire::route_request(&mut conn, &topic);
-        let t0 = Instant::now();
-        let res = tokio::select! {
-            _ = shared.cancel.cancelled() => return,
-            r = conn.call(&req, load.request_timeout) => r,
+        let Some((res, us)) = timed_route(&shared, &mut conn, &topic).await else {
+            return;
         };
-        let us = t0.elapsed().as_micros().min(u32::MAX as u128) as u32;
         n += 1;
         let check = load.verify_every > 0 && n.is_multiple_of(load.verify_every);
         match res {

@@ -71,6 +71,16 @@ pub fn check_frame_round_trip(cmd: &RemotingCommand, st: SerializeType) {
     );
 }
 
+/// The check of the header targets: a header `decoded` from arbitrary bytes in `st` has no
+/// body, and round-trips alone and framed.
+pub fn check_decoded_header<E>(decoded: Result<RemotingCommand, E>, st: SerializeType) {
+    if let Ok(cmd) = decoded {
+        assert!(cmd.body.is_none());
+        check_header_round_trip(&cmd, st);
+        check_frame_round_trip(&cmd, st);
+    }
+}
+
 /// Encodes a header in `st`, decodes it and checks the round trip as
 /// [`check_frame_round_trip`] does, without the framing.
 pub fn check_header_round_trip(cmd: &RemotingCommand, st: SerializeType) {

@@ -119,9 +119,7 @@ mod tests {
     use super::*;
 
     fn write(text: &str) -> (tempfile::TempDir, PathBuf) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("tools.yml");
-        std::fs::write(&path, text).unwrap();
+        let (dir, path) = crate::durable::temp_file("tools.yml", text);
         (dir, path)
     }
 

@@ -27,9 +27,7 @@ fn settings(mode: AuthMode, path: &Path) -> Settings {
 }
 
 fn gate(mode: AuthMode, text: &str) -> (Gate, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("acl.yml");
-    std::fs::write(&path, text).unwrap();
+    let (dir, path) = crate::durable::temp_file("acl.yml", text);
     (Gate::load(&settings(mode, &path)).unwrap(), dir)
 }
 
@@ -99,9 +97,7 @@ fn a_missing_or_broken_file_fails_the_start() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("/nonexistent/acl.yml"), "{e}");
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("acl.yml");
-    std::fs::write(&path, "accounts:\n  - accessKey: [\n").unwrap();
+    let (_dir, path) = crate::durable::temp_file("acl.yml", "accounts:\n  - accessKey: [\n");
     let e = Gate::load(&settings(AuthMode::Audit, &path)).unwrap_err();
     assert!(matches!(e, LoadError::Invalid { line: 2.., .. }), "{e}");
 }
@@ -320,9 +316,7 @@ fn audit_lines_are_limited_per_window_and_skip_unknown_codes() {
 async fn a_file_change_that_loosens_the_policy_waits_for_a_reload_request() {
     let strict = "signatureRequired: [read, broker, admin]\naccounts:\n\
         \x20 - {accessKey: rocketmq2, secretKey: '12345678', admin: true, whiteRemoteAddress: 10.9.9.9}\n";
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("acl.yml");
-    std::fs::write(&path, strict).unwrap();
+    let (_dir, path) = crate::durable::temp_file("acl.yml", strict);
     // Address rules need PROXY headers limited to the proxies.
     let mut s = settings(AuthMode::Enforce, &path);
     s.proxy_protocol_allowed_addresses = "".into();

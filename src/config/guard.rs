@@ -159,10 +159,7 @@ mod tests {
     use crate::config::{Env, properties};
 
     fn config(text: &str) -> Config {
-        let env = Env {
-            home: "/home/rocketmq".into(),
-            rocketmq_home: None,
-        };
+        let env = Env::for_tests();
         Config::from_properties(&properties::parse(text).unwrap(), "test", &env).unwrap()
     }
 

@@ -86,15 +86,8 @@ mod tests {
     use super::super::{Env, properties};
     use super::*;
 
-    fn env() -> Env {
-        Env {
-            home: "/home/rocketmq".into(),
-            rocketmq_home: None,
-        }
-    }
-
     fn config(text: &str) -> Config {
-        Config::from_properties(&properties::parse(text).unwrap(), "f", &env()).unwrap()
+        Config::from_properties(&properties::parse(text).unwrap(), "f", &Env::for_tests()).unwrap()
     }
 
     #[test]

@@ -68,6 +68,17 @@ impl Env {
     }
 }
 
+#[cfg(test)]
+impl Env {
+    /// The environment unit tests assume: a fixed home and no `ROCKETMQ_HOME`.
+    pub(crate) fn for_tests() -> Env {
+        Env {
+            home: "/home/rocketmq".into(),
+            rocketmq_home: None,
+        }
+    }
+}
+
 macro_rules! settings {
     ($(
         $(#[doc = $doc:literal])*
@@ -354,16 +365,9 @@ impl Settings {
 mod tests {
     use super::*;
 
-    fn env() -> Env {
-        Env {
-            home: "/home/rocketmq".into(),
-            rocketmq_home: None,
-        }
-    }
-
     #[test]
     fn defaults_match_java_where_java_has_the_key() {
-        let s = Settings::defaults(&env());
+        let s = Settings::defaults(&Env::for_tests());
         assert_eq!(
             s.get("kvConfigPath").as_deref(),
             Some("/home/rocketmq/namesrv/kvConfig.json")
@@ -386,7 +390,7 @@ mod tests {
 
     #[test]
     fn set_parses_by_type() {
-        let mut s = Settings::defaults(&env());
+        let mut s = Settings::defaults(&Env::for_tests());
         assert_eq!(s.set("listenPort", "9877"), Ok(true));
         assert_eq!(s.listen_port, 9877);
         // Java parses numbers and booleans untrimmed: `true ` would be false there.
@@ -408,7 +412,7 @@ mod tests {
 
     #[test]
     fn http_keys_are_off_by_default_and_validated() {
-        let mut s = Settings::defaults(&env());
+        let mut s = Settings::defaults(&Env::for_tests());
         assert_eq!(s.http_listen_port, 0);
         assert_eq!(s.http_bind_address, "127.0.0.1");
         assert_eq!(

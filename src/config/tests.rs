@@ -9,6 +9,13 @@ fn env() -> Env {
     }
 }
 
+/// A config file holding `text` in a fresh temporary directory, and the config loaded from it.
+fn load_file(text: &str) -> (tempfile::TempDir, std::path::PathBuf, Config) {
+    let (dir, file) = crate::durable::temp_file("namesrv.conf", text);
+    let config = Config::load(Some(&file), &env()).unwrap();
+    (dir, file, config)
+}
+
 fn props(text: &str) -> Vec<(String, String)> {
     properties::parse(text).unwrap()
 }
@@ -156,14 +163,9 @@ fn a_bad_list_in_the_file_names_file_key_value_and_pattern() {
 
 #[test]
 fn load_reads_the_file_and_persist_round_trips() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("namesrv.conf");
-    std::fs::write(
-        &file,
+    let (dir, file, mut c) = load_file(
         "# comment\nlistenPort = 19876\norderMessageEnable=true\nkvConfigPath=/tmp/kv\\\\x.json\n",
-    )
-    .unwrap();
-    let mut c = Config::load(Some(&file), &env()).unwrap();
+    );
     assert_eq!(c.settings.listen_port, 19876);
     assert_eq!(c.settings.kv_config_path, "/tmp/kv\\x.json");
     assert_eq!(c.settings.config_store_path, file.display().to_string());
@@ -178,14 +180,8 @@ fn load_reads_the_file_and_persist_round_trips() {
 
 #[test]
 fn tls_lines_are_kept_and_persisted_but_never_listed() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("namesrv.conf");
-    std::fs::write(
-        &file,
-        "tls.server.mode=enforcing\ntls.server.keyPassword=secret\nlistenPort=19876\n",
-    )
-    .unwrap();
-    let mut c = Config::load(Some(&file), &env()).unwrap();
+    let (_dir, file, mut c) =
+        load_file("tls.server.mode=enforcing\ntls.server.keyPassword=secret\nlistenPort=19876\n");
     assert_eq!(c.tls_lines.len(), 2);
     assert!(!c.render([]).contains("tls."));
     assert!(!c.render_effective().contains("secret"));

@@ -17,6 +17,19 @@ pub(crate) mod read;
 #[cfg(test)]
 mod tests;
 
+/// Test set-up shared by the modules that read a file (config, accounts, KV, TLS): a fresh
+/// temporary directory holding one file `name` written with `text`.
+#[cfg(test)]
+pub(crate) fn temp_file(
+    name: &str,
+    text: impl AsRef<[u8]>,
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    (dir, path)
+}
+
 use std::fs::{self, File, OpenOptions};
 use std::hash::{BuildHasher, Hasher};
 use std::io::{self, Write};

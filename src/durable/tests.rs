@@ -44,9 +44,7 @@ fn temporary_names_are_unpredictable_and_recognised() {
 #[test]
 fn a_symlink_at_the_path_is_replaced_never_written_through() {
     use std::os::unix::fs::symlink;
-    let dir = tempfile::tempdir().unwrap();
-    let victim = dir.path().join("victim");
-    fs::write(&victim, "precious").unwrap();
+    let (dir, victim) = super::temp_file("victim", "precious");
     let path = dir.path().join("routes.snapshot");
     symlink(&victim, &path).unwrap();
     replace(&path, b"new").unwrap();
@@ -61,9 +59,7 @@ fn a_symlink_at_the_path_is_replaced_never_written_through() {
 #[test]
 fn planted_temporary_and_backup_links_redirect_nothing() {
     use std::os::unix::fs::symlink;
-    let dir = tempfile::tempdir().unwrap();
-    let victim = dir.path().join("victim");
-    fs::write(&victim, "precious").unwrap();
+    let (dir, victim) = super::temp_file("victim", "precious");
     let path = dir.path().join("kvConfig.json");
     replace(&path, b"one").unwrap();
     // The names earlier versions used, planted as links to another file.

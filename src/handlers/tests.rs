@@ -5,6 +5,15 @@ use super::headers::*;
 use crate::error::HandlerError;
 use crate::protocol::{ExtFields, RemotingCommand};
 
+/// Asserts that reading a header failed on the missing required `field`.
+fn assert_missing<T: std::fmt::Debug>(read: Result<T, HandlerError>, field: &str) {
+    let err = read.unwrap_err();
+    assert!(
+        matches!(err, HandlerError::MissingField(f) if f == field),
+        "{err}"
+    );
+}
+
 fn request(fields: &[(&str, &str)]) -> RemotingCommand {
     let mut req = RemotingCommand::request(103, 1);
     req.ext_fields = Some(fields.iter().copied().collect::<ExtFields>());
@@ -21,25 +30,18 @@ const REGISTER: [(&str, &str); 5] = [
 
 #[test]
 fn the_first_missing_required_field_is_named() {
-    let err = RegisterBrokerHeader::from_ext(&request(&[])).unwrap_err();
-    assert!(
-        matches!(err, HandlerError::MissingField("brokerName")),
-        "{err}"
+    assert_missing(RegisterBrokerHeader::from_ext(&request(&[])), "brokerName");
+    assert_missing(
+        RegisterBrokerHeader::from_ext(&request(&REGISTER[..3])),
+        "haServerAddr",
     );
-    let err = RegisterBrokerHeader::from_ext(&request(&REGISTER[..3])).unwrap_err();
-    assert!(
-        matches!(err, HandlerError::MissingField("haServerAddr")),
-        "{err}"
+    assert_missing(
+        BrokerHeartbeatHeader::from_ext(&request(&[("brokerName", "b")])),
+        "clusterName",
     );
-    let err = BrokerHeartbeatHeader::from_ext(&request(&[("brokerName", "b")])).unwrap_err();
-    assert!(
-        matches!(err, HandlerError::MissingField("clusterName")),
-        "{err}"
-    );
-    let err = QueryDataVersionHeader::from_ext(&request(&REGISTER[..3])).unwrap_err();
-    assert!(
-        matches!(err, HandlerError::MissingField("brokerId")),
-        "{err}"
+    assert_missing(
+        QueryDataVersionHeader::from_ext(&request(&REGISTER[..3])),
+        "brokerId",
     );
 }
 
@@ -99,10 +101,9 @@ fn route_and_topic_headers() {
     let req = request(&[("topic", "T")]);
     let h = DeleteTopicHeader::from_ext(&req).unwrap();
     assert_eq!((h.topic, h.cluster), ("T", None));
-    let err = TopicsByClusterHeader::from_ext(&request(&[("clusterName", "c")])).unwrap_err();
-    assert!(
-        matches!(err, HandlerError::MissingField("cluster")),
-        "{err}"
+    assert_missing(
+        TopicsByClusterHeader::from_ext(&request(&[("clusterName", "c")])),
+        "cluster",
     );
     let req = request(&[("brokerName", "b")]);
     let h = WritePermHeader::from_ext(&req).unwrap();

@@ -70,21 +70,12 @@ pub(super) fn render_file(table: &Namespaces) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
     let mut w = JsonWriter::new(&mut out, JsonStyle::Legacy);
     w.raw(b"{\"configTable\":{");
-    for (i, (ns, entries)) in table.iter().enumerate() {
-        if i > 0 {
-            w.punct(b',');
-        }
+    w.separated(table.iter(), |w, (ns, entries)| {
         w.str_key(ns);
         w.punct(b'{');
-        for (j, (k, v)) in entries.iter().enumerate() {
-            if j > 0 {
-                w.punct(b',');
-            }
-            w.str_key(k);
-            w.string(v);
-        }
+        w.string_entries(entries.iter());
         w.punct(b'}');
-    }
+    });
     w.raw(b"}}");
     out
 }

@@ -11,12 +11,16 @@
 use std::fmt;
 
 use serde::Deserializer;
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 
+use super::body::lenient::{LenientText, TextFrom, seed_is_visitor};
 use super::code::LanguageCode;
 use super::command::{ExtFields, MAX_EXT_FIELDS, RemotingCommand};
 use super::java_hash::{Table, sort_strings_by_java_order};
 use super::json::{JsonStyle, JsonWriter};
+
+/// A string property that may be null, or any other JSON value converted to its text.
+const HEADER_TEXT: LenientText = LenientText(TextFrom::AnyJson);
 
 /// Why a JSON header could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -40,13 +44,7 @@ pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) {
         w.raw(b",\"extFields\":{");
         let mut pairs: Vec<(&str, &str)> = fields.iter().collect();
         sort_strings_by_java_order(&mut pairs, Table::DEFAULT, |(k, _)| k);
-        for (i, (k, v)) in pairs.into_iter().enumerate() {
-            if i > 0 {
-                w.punct(b',');
-            }
-            w.str_key(k);
-            w.string(v);
-        }
+        w.string_entries(pairs);
         w.punct(b'}');
     }
     w.raw(b",\"flag\":");
@@ -58,10 +56,7 @@ pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) {
     }
     w.raw(b",\"opaque\":");
     w.int(cmd.opaque as i64);
-    if let Some(remark) = &cmd.remark {
-        w.raw(b",\"remark\":");
-        w.string(remark);
-    }
+    w.opt_string(b",\"remark\":", cmd.remark.as_deref());
     w.raw(b",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":");
     w.int(cmd.version as i64);
     w.punct(b'}');
@@ -86,7 +81,7 @@ impl<'de> Visitor<'de> for HeaderVisitor {
                 "version" => cmd.version = map.next_value_seed(LenientInt)?,
                 "opaque" => cmd.opaque = map.next_value_seed(LenientInt)?,
                 "flag" => cmd.flag = map.next_value_seed(LenientInt)?,
-                "remark" => cmd.remark = map.next_value_seed(LenientText)?,
+                "remark" => cmd.remark = map.next_value_seed(HEADER_TEXT)?,
                 "extFields" => cmd.ext_fields = map.next_value_seed(LenientExtFields)?,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -100,13 +95,6 @@ impl<'de> Visitor<'de> for HeaderVisitor {
 /// An `int` property: a JSON number, a numeric string, or null (0). Longs wrap like Java's
 /// `intValue()`.
 struct LenientInt;
-
-impl<'de> DeserializeSeed<'de> for LenientInt {
-    type Value = i32;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<i32, D::Error> {
-        d.deserialize_any(self)
-    }
-}
 
 impl<'de> Visitor<'de> for LenientInt {
     type Value = i32;
@@ -133,13 +121,6 @@ impl<'de> Visitor<'de> for LenientInt {
 /// `language`: an enum name, an ordinal, or null; unknown values mean "no language".
 struct LenientLanguage;
 
-impl<'de> DeserializeSeed<'de> for LenientLanguage {
-    type Value = Option<LanguageCode>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
 impl<'de> Visitor<'de> for LenientLanguage {
     type Value = Option<LanguageCode>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -159,64 +140,11 @@ impl<'de> Visitor<'de> for LenientLanguage {
     }
 }
 
-/// A string property that may be null, or a scalar converted to text.
-struct LenientText;
-
-impl<'de> DeserializeSeed<'de> for LenientText {
-    type Value = Option<String>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for LenientText {
-    type Value = Option<String>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a string")
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Some(v.to_owned()))
-    }
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-        Ok(Some(v))
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-        Ok(Some(v.to_string()))
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-        Ok(Some(v.to_string()))
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-        Ok(Some(v.to_string()))
-    }
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
-        Ok(Some(v.to_string()))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        let value: serde_json::Value =
-            serde::Deserialize::deserialize(de::value::MapAccessDeserializer::new(map))?;
-        Ok(Some(value.to_string()))
-    }
-    fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        let value: serde_json::Value =
-            serde::Deserialize::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
-        Ok(Some(value.to_string()))
-    }
-}
-
-/// `extFields`: an object (or null) whose values are read with [`LenientText`], of at most
+/// `extFields`: an object (or null) whose values are read with [`HEADER_TEXT`], of at most
 /// [`MAX_EXT_FIELDS`] entries.
 struct LenientExtFields;
 
-impl<'de> DeserializeSeed<'de> for LenientExtFields {
-    type Value = Option<ExtFields>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_is_visitor!(LenientInt, LenientLanguage, LenientExtFields);
 
 impl<'de> Visitor<'de> for LenientExtFields {
     type Value = Option<ExtFields>;
@@ -236,7 +164,7 @@ impl<'de> Visitor<'de> for LenientExtFields {
                     "more than {MAX_EXT_FIELDS} ext fields"
                 )));
             }
-            if let Some(value) = map.next_value_seed(LenientText)? {
+            if let Some(value) = map.next_value_seed(HEADER_TEXT)? {
                 pairs.push((key, value));
             }
         }

@@ -101,13 +101,44 @@ impl<'a> JsonWriter<'a> {
     /// Writes a `["a","b"]` array of strings.
     pub(crate) fn string_array<'s>(&mut self, items: impl IntoIterator<Item = &'s str>) {
         self.out.push(b'[');
+        self.separated(items, |w, item| w.string(item));
+        self.out.push(b']');
+    }
+
+    /// Writes `"k":"v"` entries of a string map, a `,` between two.
+    pub(crate) fn string_entries<K: AsRef<str>, V: AsRef<str>>(
+        &mut self,
+        entries: impl IntoIterator<Item = (K, V)>,
+    ) {
+        self.separated(entries, |w, (k, v)| {
+            w.str_key(k.as_ref());
+            w.string(v.as_ref());
+        });
+    }
+
+    /// Writes `prefix` (`,"name":`) and the string `value` when there is one: an optional
+    /// property, omitted when null as fastjson omits it.
+    pub(crate) fn opt_string(&mut self, prefix: &[u8], value: Option<&str>) {
+        if let Some(value) = value {
+            self.raw(prefix);
+            self.string(value);
+        }
+    }
+
+    /// Writes each of `items` with `write`, a `,` between two: the inside of every array and
+    /// object the bodies write.
+    #[inline]
+    pub(crate) fn separated<T>(
+        &mut self,
+        items: impl IntoIterator<Item = T>,
+        mut write: impl FnMut(&mut Self, T),
+    ) {
         for (i, item) in items.into_iter().enumerate() {
             if i > 0 {
                 self.out.push(b',');
             }
-            self.string(item);
+            write(self, item);
         }
-        self.out.push(b']');
     }
 
     /// Writes bytes that are already valid JSON in this style.
@@ -136,60 +167,70 @@ fn short_escape(c: char) -> Option<u8> {
     }
 }
 
-/// fastjson's default escaping: `"` `\` and the usual short escapes, `\u00XX` for other
-/// control characters and for U+007F..=U+009F, `\u2028` and `\u2029` for the line and
-/// paragraph separators; everything else literal.
-fn escape_legacy(out: &mut Vec<u8>, s: &str) {
+/// The loop both escapings share: a string of only `plain` bytes is copied as it is (the
+/// common case); otherwise each char takes its short escape, or `other` writes it.
+#[inline]
+fn escape_with(
+    out: &mut Vec<u8>,
+    s: &str,
+    plain: impl Fn(u8) -> bool,
+    other: impl Fn(&mut Vec<u8>, char),
+) {
     let bytes = s.as_bytes();
-    let clean = bytes
-        .iter()
-        .all(|&b| b >= 0x20 && b != b'"' && b != b'\\' && b != 0x7F && b != 0xC2 && b != 0xE2);
-    if clean {
+    if bytes.iter().all(|&b| plain(b)) {
         out.extend_from_slice(bytes);
         return;
     }
     for c in s.chars() {
-        if let Some(e) = short_escape(c) {
-            out.push(b'\\');
-            out.push(e);
-        } else if (c as u32) < 0x20
-            || (0x7F..0xA0).contains(&(c as u32))
-            || c == '\u{2028}'
-            || c == '\u{2029}'
-        {
-            push_unicode_escape(out, c as u16);
-        } else {
-            let mut buf = [0u8; 4];
-            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+        match short_escape(c) {
+            Some(e) => out.extend_from_slice(&[b'\\', e]),
+            None => other(out, c),
         }
     }
 }
 
+/// fastjson's default escaping: `"` `\` and the usual short escapes, `\u00XX` for other
+/// control characters and for U+007F..=U+009F, `\u2028` and `\u2029` for the line and
+/// paragraph separators; everything else literal.
+fn escape_legacy(out: &mut Vec<u8>, s: &str) {
+    escape_with(
+        out,
+        s,
+        |b| b >= 0x20 && b != b'"' && b != b'\\' && b != 0x7F && b != 0xC2 && b != 0xE2,
+        |out, c| {
+            if (c as u32) < 0x20
+                || (0x7F..0xA0).contains(&(c as u32))
+                || c == '\u{2028}'
+                || c == '\u{2029}'
+            {
+                push_unicode_escape(out, c as u16);
+            } else {
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            }
+        },
+    );
+}
+
 /// fastjson's `BrowserCompatible` escaping: ASCII-only output, `/` escaped too.
 fn escape_standard(out: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    let clean = bytes
-        .iter()
-        .all(|&b| (0x20..0x7F).contains(&b) && b != b'"' && b != b'\\' && b != b'/');
-    if clean {
-        out.extend_from_slice(bytes);
-        return;
-    }
-    for c in s.chars() {
-        if let Some(e) = short_escape(c) {
-            out.push(b'\\');
-            out.push(e);
-        } else if c == '/' {
-            out.extend_from_slice(b"\\/");
-        } else if (c as u32) < 0x20 || (c as u32) >= 0x7F {
-            let mut units = [0u16; 2];
-            for unit in c.encode_utf16(&mut units) {
-                push_unicode_escape(out, *unit);
+    escape_with(
+        out,
+        s,
+        |b| (0x20..0x7F).contains(&b) && b != b'"' && b != b'\\' && b != b'/',
+        |out, c| {
+            if c == '/' {
+                out.extend_from_slice(b"\\/");
+            } else if (c as u32) < 0x20 || (c as u32) >= 0x7F {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    push_unicode_escape(out, *unit);
+                }
+            } else {
+                out.push(c as u8);
             }
-        } else {
-            out.push(c as u8);
-        }
-    }
+        },
+    );
 }
 
 #[cfg(test)]

@@ -4,12 +4,13 @@
 //! with its subject (`state::housekeeping`, `auth::watch`, `peers`, `tls`, `http`…); this
 //! file only says what each needs and when it runs.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::listener::Connections;
@@ -18,9 +19,8 @@ use super::{Server, config_reload};
 use crate::auth::Gate;
 use crate::config::AuthMode;
 use crate::reload::Reload;
-use crate::state::snapshot::task::{self as snapshots, SnapshotWriter};
+use crate::state::snapshot::task as snapshots;
 use crate::state::{Namesrv, housekeeping};
-use crate::tls::ServerTls;
 
 /// What the services of one server are built from.
 pub(super) struct Parts<'a> {
@@ -46,35 +46,42 @@ pub(super) fn list(parts: Parts<'_>) -> Vec<Box<dyn Service>> {
         http_stop,
     } = parts;
     let handles = &server.handles;
-    let mut services: Vec<Box<dyn Service>> = vec![
-        Box::new(ExpiryScan {
-            state: state.clone(),
-            interval: server.config.scan_interval,
-            connections: connections.clone(),
-        }),
-        Box::new(Sighup(handles.reload.clone())),
+    let mut services = vec![
+        expiry_scan(state, server.config.scan_interval, connections),
+        // Turns SIGHUP into reload requests.
+        task("sighup", handles.reload.clone(), Reload::listen_for_sighup),
     ];
     if handles.auth.mode() != AuthMode::Off {
-        services.push(Box::new(AccountsWatch {
-            gate: handles.auth.clone(),
-            reloads: handles.reload.subscribe(),
-        }));
+        // Re-reads the accounts file on reload requests and when it changes.
+        let gate = handles.auth.clone();
+        let reloads = handles.reload.subscribe();
+        services.push(task(
+            "accounts-watch",
+            (gate, reloads),
+            |(gate, reloads), cancel| crate::auth::watch::run(gate, reloads, cancel),
+        ));
     }
-    services.push(Box::new(ConfigReload {
-        state: state.clone(),
-        reloads: handles.reload.subscribe(),
-    }));
-    services.push(Box::new(PeerChecks(state.clone())));
+    // Re-reads the config file on reload requests.
+    let reloads = handles.reload.subscribe();
+    services.push(task(
+        "config-reload",
+        (state.clone(), reloads),
+        |(state, reloads), cancel| config_reload::run(state, reloads, cancel),
+    ));
+    // Compares this server's routes with the other name servers'.
+    services.push(task("peer-checks", state.clone(), crate::peers::run));
     if let Some(writer) = &server.snapshots {
-        services.push(Box::new(RouteSnapshots {
-            state: state.clone(),
-            writer: writer.clone(),
+        // Writes the route table periodically, for a warm restart.
+        let parts = (state.clone(), writer.clone());
+        services.push(task("route-snapshots", parts, |(state, writer), cancel| {
+            snapshots::run(state, writer, cancel)
         }));
     }
     if let Some(tls) = handles.prelude.tls() {
-        services.push(Box::new(TlsWatch {
-            tls: tls.clone(),
-            reloads: handles.reload.subscribe(),
+        // Reloads the TLS material on reload requests and when its files change.
+        let parts = (tls.clone(), handles.reload.subscribe());
+        services.push(task("tls-watch", parts, |(tls, reloads), cancel| {
+            tls.watch(reloads, cancel)
         }));
     }
     if let Some((listener, remoting)) = http {
@@ -91,118 +98,50 @@ pub(super) fn list(parts: Parts<'_>) -> Vec<Box<dyn Service>> {
     services
 }
 
+/// A service that only hands what it was built with to a task living with its subject
+/// (`auth::watch`, `peers`, `tls`…): a name, those parts, and the function to run on them.
+struct Task<P, F> {
+    name: &'static str,
+    parts: P,
+    run: F,
+}
+
+/// Boxes a [`Task`] running `run(parts, cancel)`.
+fn task<P, F, Fut>(name: &'static str, parts: P, run: F) -> Box<dyn Service>
+where
+    P: Send + Sync + 'static,
+    F: FnOnce(P, CancellationToken) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    Box::new(Task { name, parts, run })
+}
+
+impl<P, F, Fut> Service for Task<P, F>
+where
+    P: Send + Sync + 'static,
+    F: FnOnce(P, CancellationToken) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn run(self: Box<Self>, cancel: CancellationToken) -> ServiceFuture {
+        let Task { parts, run, .. } = *self;
+        Box::pin(run(parts, cancel))
+    }
+}
+
 /// Unregisters brokers silent for too long, and closes their connections.
-struct ExpiryScan {
-    state: Namesrv,
+fn expiry_scan(
+    state: &Namesrv,
     interval: Duration,
-    connections: Arc<Connections>,
-}
-
-impl Service for ExpiryScan {
-    fn name(&self) -> &'static str {
-        "expiry-scan"
-    }
-
-    fn run(self: Box<Self>, cancel: CancellationToken) -> ServiceFuture {
-        let ExpiryScan {
-            state,
-            interval,
-            connections,
-        } = *self;
-        Box::pin(housekeeping::run(state, interval, cancel, move |conn| {
-            connections.close(conn)
-        }))
-    }
-}
-
-/// Turns SIGHUP into reload requests.
-struct Sighup(Reload);
-
-impl Service for Sighup {
-    fn name(&self) -> &'static str {
-        "sighup"
-    }
-
-    fn run(self: Box<Self>, cancel: CancellationToken) -> ServiceFuture {
-        Box::pin(self.0.listen_for_sighup(cancel))
-    }
-}
-
-/// Re-reads the accounts file on reload requests and when it changes.
-struct AccountsWatch {
-    gate: Gate,
-    reloads: watch::Receiver<u64>,
-}
-
-impl Service for AccountsWatch {
-    fn name(&self) -> &'static str {
-        "accounts-watch"
-    }
-
-    fn run(self: Box<Self>, cancel: CancellationToken) -> ServiceFuture {
-        Box::pin(crate::auth::watch::run(self.gate, self.reloads, cancel))
-    }
-}
-
-/// Re-reads the config file on reload requests.
-struct ConfigReload {
-    state: Namesrv,
-    reloads: watch::Receiver<u64>,
-}
-
-impl Service for ConfigReload {
-    fn name(&self) -> &'static str {
-        "config-reload"
-    }
-
-    fn run(self: Box<Self>, cancel: CancellationToken) -> ServiceFuture {
-        Box::pin(config_reload::run(self.state, self.reloads, cancel))
-    }
-}
-
-/// Compares this server's routes with the other name servers'.
-struct PeerChecks(Namesrv);
-
-impl Service for PeerChecks {
-    fn name(&self) -> &'static str {
-        "peer-checks"
-    }
-
-    fn run(self: Box<Self>, cancel: CancellationToken) -> ServiceFuture {
-        Box::pin(crate::peers::run(self.0, cancel))
-    }
-}
-
-/// Writes the route table periodically, for a warm restart.
-struct RouteSnapshots {
-    state: Namesrv,
-    writer: SnapshotWriter,
-}
-
-impl Service for RouteSnapshots {
-    fn name(&self) -> &'static str {
-        "route-snapshots"
-    }
-
-    fn run(self: Box<Self>, cancel: CancellationToken) -> ServiceFuture {
-        Box::pin(snapshots::run(self.state, self.writer, cancel))
-    }
-}
-
-/// Reloads the TLS material on reload requests and when its files change.
-struct TlsWatch {
-    tls: ServerTls,
-    reloads: watch::Receiver<u64>,
-}
-
-impl Service for TlsWatch {
-    fn name(&self) -> &'static str {
-        "tls-watch"
-    }
-
-    fn run(self: Box<Self>, cancel: CancellationToken) -> ServiceFuture {
-        Box::pin(self.tls.watch(self.reloads, cancel))
-    }
+    connections: &Arc<Connections>,
+) -> Box<dyn Service> {
+    let parts = (state.clone(), connections.clone());
+    task("expiry-scan", parts, move |(state, connections), cancel| {
+        housekeeping::run(state, interval, cancel, move |conn| connections.close(conn))
+    })
 }
 
 /// The HTTP side door (metrics, health, status page, address server). Unlike the others it

@@ -401,14 +401,11 @@ mod tests {
 
     #[test]
     fn precedence_config_then_system_then_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("tls.properties");
-        std::fs::write(
-            &file,
+        let (_dir, file) = crate::durable::temp_file(
+            "tls.properties",
             "tls.test.mode.enable=false\ntls.server.certPath=/file/cert.pem\n\
              tls.server.mode=disabled\ntls.config.file=/elsewhere\n",
-        )
-        .unwrap();
+        );
         let config = kv(&[
             ("tls.server.mode", "disabled"),
             ("tls.server.certPath", "/config/cert.pem"),

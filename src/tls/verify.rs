@@ -10,49 +10,43 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{CertificateError, DigitallySignedStruct, DistinguishedName, Error, SignatureScheme};
 
-/// The handshake-signature checks both verifiers keep, with the provider's algorithms.
-#[derive(Debug)]
-struct Signatures(Arc<CryptoProvider>);
+/// The handshake-signature checks both verifiers keep, with the provider's algorithms: the
+/// three trait methods are the same in `ClientCertVerifier` and `ServerCertVerifier`, so one
+/// macro writes them into both impls (each type holds its `provider`).
+macro_rules! handshake_signature_checks {
+    () => {
+        handshake_signature_checks!(@check verify_tls12_signature);
+        handshake_signature_checks!(@check verify_tls13_signature);
 
-impl Signatures {
-    fn tls12(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn tls13(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
+        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+            self.provider
+                .signature_verification_algorithms
+                .supported_schemes()
+        }
+    };
+    // The trait method and the rustls function that checks it share their name.
+    (@check $check:ident) => {
+        fn $check(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, Error> {
+            $check(
+                message,
+                cert,
+                dss,
+                &self.provider.signature_verification_algorithms,
+            )
+        }
+    };
 }
 
 /// Server side, `tls.server.authClient=false`: a certificate is requested and any one is
 /// accepted (Java's trust-all manager).
 #[derive(Debug)]
 pub(crate) struct AnyClientCert {
-    signatures: Signatures,
+    provider: Arc<CryptoProvider>,
     mandatory: bool,
 }
 
@@ -60,7 +54,7 @@ impl AnyClientCert {
     /// Requests a certificate; `mandatory` fails clients that send none.
     pub(crate) fn new(provider: Arc<CryptoProvider>, mandatory: bool) -> AnyClientCert {
         AnyClientCert {
-            signatures: Signatures(provider),
+            provider,
             mandatory,
         }
     }
@@ -84,34 +78,14 @@ impl ClientCertVerifier for AnyClientCert {
         Ok(ClientCertVerified::assertion())
     }
 
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        self.signatures.tls12(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        self.signatures.tls13(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.signatures.schemes()
-    }
+    handshake_signature_checks!();
 }
 
 /// Client side: any server certificate (`tls.client.authServer=false`, or test mode), or,
 /// with `chain`, a chain that verifies against the trust bundle whatever name it carries.
 #[derive(Debug)]
 pub(crate) struct ServerCert {
-    signatures: Signatures,
+    provider: Arc<CryptoProvider>,
     chain: Option<Arc<rustls::client::WebPkiServerVerifier>>,
 }
 
@@ -119,7 +93,7 @@ impl ServerCert {
     /// Accepts any server certificate.
     pub(crate) fn any(provider: Arc<CryptoProvider>) -> ServerCert {
         ServerCert {
-            signatures: Signatures(provider),
+            provider,
             chain: None,
         }
     }
@@ -130,7 +104,7 @@ impl ServerCert {
         verifier: Arc<rustls::client::WebPkiServerVerifier>,
     ) -> ServerCert {
         ServerCert {
-            signatures: Signatures(provider),
+            provider,
             chain: Some(verifier),
         }
     }
@@ -157,25 +131,5 @@ impl ServerCertVerifier for ServerCert {
         }
     }
 
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        self.signatures.tls12(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        self.signatures.tls13(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.signatures.schemes()
-    }
+    handshake_signature_checks!();
 }

@@ -35,9 +35,7 @@ struct AuthServer {
 }
 
 async fn start(mode: &str, accounts: &str) -> AuthServer {
-    let dir = tempfile::tempdir().unwrap();
-    let acl = dir.path().join("acl.yml");
-    std::fs::write(&acl, accounts).unwrap();
+    let (dir, acl) = crate::harness::temp_file("acl.yml", accounts);
     // No PROXY headers: with them from anyone, the accounts' address rules are refused.
     let server = TestServer::with_properties(&format!(
         "authMode={mode}\nauthConfigPath={}\nproxyProtocolAllowedAddresses=\n",
@@ -78,13 +76,9 @@ fn put_kv(c: &mut TestClient, key: &str) -> RemotingCommand {
 }
 
 async fn get_kv(c: &mut TestClient, key: &str) -> i32 {
-    c.call(
-        request::GET_KV_CONFIG,
-        &[("namespace", "ns"), ("key", key)],
-        None,
-    )
-    .await
-    .code
+    c.ask(request::GET_KV_CONFIG, &[("namespace", "ns"), ("key", key)])
+        .await
+        .code
 }
 
 fn assert_refused(resp: &RemotingCommand, remark: &str) {

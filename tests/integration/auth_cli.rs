@@ -99,9 +99,7 @@ async fn put_kv(addr: SocketAddr, secret: &str) -> RemotingCommand {
 
 #[tokio::test]
 async fn reloads_on_sighup_and_on_change_and_audits_to_a_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let acl = dir.path().join("acl.yml");
-    std::fs::write(&acl, ACCOUNTS).unwrap();
+    let (dir, acl) = crate::harness::temp_file("acl.yml", ACCOUNTS);
     set_mode(&acl, 0o644);
     let audit = dir.path().join("audit.log");
     let conf = auth_config(
@@ -172,13 +170,10 @@ async fn reloads_on_sighup_and_on_change_and_audits_to_a_file() {
 
 #[test]
 fn start_up_refuses_a_broken_or_missing_accounts_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let acl = dir.path().join("acl.yml");
-    std::fs::write(
-        &acl,
+    let (dir, acl) = crate::harness::temp_file(
+        "acl.yml",
         "accounts:\n  - accessKey: rocketmq2\n    secretKey: 123\n",
-    )
-    .unwrap();
+    );
     for (auth, expected) in [
         (
             format!("authMode=enforce\nauthConfigPath={}\n", acl.display()),

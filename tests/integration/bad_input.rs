@@ -16,8 +16,7 @@ use crate::harness::{
 
 #[tokio::test]
 async fn absurd_numbers_are_stored_as_java_would_and_never_crash() {
-    let server = TestServer::start().await;
-    let mut c = server.client().await;
+    let (_server, mut c) = TestServer::with_client("").await;
     let body = br#"{"topicConfigSerializeWrapper":{"dataVersion":{"counter":-1,"stateVersion":-9,"timestamp":-5},"topicConfigTable":{"Neg":{"topicName":"Neg","readQueueNums":-5,"writeQueueNums":2147483647,"perm":-1},"Huge":{"topicName":"Huge","readQueueNums":99999999999}}}}"#;
     for id in ["9223372036854775807", "-9223372036854775808", "-1"] {
         let addr = format!("10.0.0.{}:1", id.len());
@@ -53,8 +52,7 @@ async fn absurd_numbers_are_stored_as_java_would_and_never_crash() {
 
 #[tokio::test]
 async fn invalid_bodies_are_system_errors_and_change_nothing() {
-    let server = TestServer::start().await;
-    let mut c = server.client().await;
+    let (_server, mut c) = TestServer::with_client("").await;
     type Case<'a> = (&'a str, &'a [u8], &'a [(&'a str, &'a str)]);
     let cases: [Case<'_>; 6] = [
         ("invalid JSON", b"{\"topicConfigSerializeWrapper\":", &[]),
@@ -153,8 +151,7 @@ async fn invalid_utf8_in_headers() {
 
 #[tokio::test]
 async fn truncated_frames_with_half_close_are_dropped_quietly() {
-    let server = TestServer::start().await;
-    let mut c = server.client().await;
+    let (server, mut c) = TestServer::with_client("").await;
     let cmd = c.command(request::GET_NAMESRV_CONFIG, &[], None);
     let mut wire = bytes::BytesMut::new();
     namesrv::protocol::encode_frame(&cmd, namesrv::protocol::SerializeType::Json, &mut wire);

@@ -27,11 +27,10 @@ async fn wait_until_gone(client: &mut TestClient, topic: &str) {
 
 #[tokio::test(start_paused = true)]
 async fn a_broker_that_stops_heartbeating_expires() {
-    let server = TestServer::with_properties(
+    let (server, mut broker) = TestServer::with_client(
         "scanNotActiveBrokerInterval=1000\nserverChannelMaxIdleTimeSeconds=0",
     )
     .await;
-    let mut broker = server.client().await;
     let reg = registration("broker-a", "10.0.0.1:10911", "0", 1, &["TopicA", "TopicB"]);
     register_with(
         &mut broker,
@@ -64,8 +63,7 @@ async fn a_broker_that_stops_heartbeating_expires() {
 
 #[tokio::test(start_paused = true)]
 async fn default_expiry_is_120_seconds_and_broker_heartbeat_refreshes() {
-    let server = TestServer::with_properties("serverChannelMaxIdleTimeSeconds=0").await;
-    let mut broker = server.client().await;
+    let (server, mut broker) = TestServer::with_client("serverChannelMaxIdleTimeSeconds=0").await;
     register_broker_a(&mut broker).await;
     let mut client = server.client().await;
     tokio::time::advance(Duration::from_secs(100)).await;
@@ -93,8 +91,7 @@ async fn default_expiry_is_120_seconds_and_broker_heartbeat_refreshes() {
 
 #[tokio::test]
 async fn a_broker_whose_connection_drops_is_unregistered_at_once() {
-    let server = TestServer::start().await;
-    let mut broker = server.client().await;
+    let (server, mut broker) = TestServer::with_client("").await;
     register_broker_a(&mut broker).await;
     let mut client = server.client().await;
     assert_eq!(route(&mut client, "TopicA").await.code, 0);
@@ -109,8 +106,7 @@ async fn a_broker_whose_connection_drops_is_unregistered_at_once() {
 
 #[tokio::test]
 async fn only_the_latest_registering_connection_owns_the_broker() {
-    let server = TestServer::start().await;
-    let mut old = server.client().await;
+    let (server, mut old) = TestServer::with_client("").await;
     register_broker_a(&mut old).await;
     let mut new = server.client().await;
     register_broker_a(&mut new).await;
@@ -127,8 +123,7 @@ async fn only_the_latest_registering_connection_owns_the_broker() {
 
 #[tokio::test]
 async fn master_and_slave() {
-    let server = TestServer::start().await;
-    let mut master = server.client().await;
+    let (server, mut master) = TestServer::with_client("").await;
     let resp = register_broker_a(&mut master).await;
     assert_eq!(resp.ext_fields.map(|f| f.len()), Some(0));
     let mut slave = server.client().await;
@@ -165,10 +160,9 @@ async fn master_and_slave() {
     );
     // The master unregisters: the slave keeps the group (and its routes) alive.
     let unreg = client
-        .call(
+        .ask(
             request::UNREGISTER_BROKER,
             &qdv_ext("broker-a", "10.0.0.1:10911"),
-            None,
         )
         .await;
     assert_eq!(unreg.code, 0);
@@ -181,8 +175,7 @@ async fn master_and_slave() {
 
 #[tokio::test]
 async fn a_49x_broker_registers_without_5x_fields() {
-    let server = TestServer::start().await;
-    let mut broker = server.client().await;
+    let (server, mut broker) = TestServer::with_client("").await;
     broker.version = 409;
     let body = br#"{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":1,"timestamp":1700000000000},"topicConfigTable":{"TopicA":{"order":false,"perm":6,"readQueueNums":8,"topicFilterType":"SINGLE_TAG","topicName":"TopicA","topicSysFlag":0,"writeQueueNums":8},"TopicB":{"order":false,"perm":6,"readQueueNums":8,"topicFilterType":"SINGLE_TAG","topicName":"TopicB","topicSysFlag":0,"writeQueueNums":8}}}}"#;
     let ext = [
@@ -244,8 +237,7 @@ fn compressed_body(topics: &[&str]) -> Vec<u8> {
 
 #[tokio::test]
 async fn compressed_bodies_with_and_without_the_flag_and_the_crc_check() {
-    let server = TestServer::start().await;
-    let mut broker = server.client().await;
+    let (server, mut broker) = TestServer::with_client("").await;
     let body = compressed_body(&["Z1", "Z2"]);
     let crc = (crc32fast::hash(&body) & 0x7fff_ffff).to_string();
     let mut ext = register_ext("broker-z", "10.0.0.3:10911", "0");
@@ -303,8 +295,7 @@ async fn compressed_bodies_with_and_without_the_flag_and_the_crc_check() {
 
 #[tokio::test]
 async fn first_registration_with_a_single_topic_is_refused_like_java() {
-    let server = TestServer::start().await;
-    let mut broker = server.client().await;
+    let (_server, mut broker) = TestServer::with_client("").await;
     let body = register_body(1, &["Only"]);
     let resp = register_raw(&mut broker, ("broker-a", "10.0.0.1:10911", "0"), &body).await;
     assert_eq!(
@@ -317,8 +308,7 @@ async fn first_registration_with_a_single_topic_is_refused_like_java() {
 
 #[tokio::test]
 async fn missing_and_invalid_fields_are_clear_errors() {
-    let server = TestServer::start().await;
-    let mut broker = server.client().await;
+    let (_server, mut broker) = TestServer::with_client("").await;
     let resp = broker
         .call(request::REGISTER_BROKER, &[("brokerName", "b")], None)
         .await;
@@ -367,8 +357,7 @@ async fn missing_and_invalid_fields_are_clear_errors() {
 
 #[tokio::test]
 async fn route_json_style_follows_client_version() {
-    let server = TestServer::start().await;
-    let mut broker = server.client().await;
+    let (server, mut broker) = TestServer::with_client("").await;
     register_broker_a(&mut broker).await;
     let mut old = server.client().await;
     old.version = 121;
@@ -378,10 +367,9 @@ async fn route_json_style_follows_client_version() {
         "{legacy}"
     );
     let standard_by_flag = old
-        .call(
+        .ask(
             request::GET_ROUTEINFO_BY_TOPIC,
             &[("topic", "TopicA"), ("acceptStandardJsonOnly", "true")],
-            None,
         )
         .await;
     assert!(body_text(&standard_by_flag).contains(r#""brokerAddrs":{"0":"10.0.0.1:10911"}"#));
@@ -400,8 +388,7 @@ async fn route_json_style_follows_client_version() {
 
 #[tokio::test]
 async fn zone_mode_filters_groups_by_the_clients_zone() {
-    let server = TestServer::start().await;
-    let mut b1 = server.client().await;
+    let (server, mut b1) = TestServer::with_client("").await;
     for (name, addr, zone) in [
         ("broker-east", "10.0.0.1:10911", "east"),
         ("broker-west", "10.0.0.2:10911", "west"),
@@ -445,8 +432,7 @@ async fn zone_mode_filters_groups_by_the_clients_zone() {
 
 #[tokio::test]
 async fn static_topic_mappings_appear_in_routes() {
-    let server = TestServer::start().await;
-    let mut broker = server.client().await;
+    let (_server, mut broker) = TestServer::with_client("").await;
     let body = br#"{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":1,"stateVersion":0,"timestamp":1},"topicConfigTable":{"S":{"topicName":"S","readQueueNums":2,"writeQueueNums":2,"perm":6},"T":{"topicName":"T"}},"topicQueueMappingInfoMap":{"S":{"bname":"broker-a","currIdMap":{0:0,1:1},"dirty":false,"epoch":7,"scope":"__global__","topic":"S","totalQueues":2}}}}"#;
     let resp = register_raw(&mut broker, ("broker-a", "10.0.0.1:10911", "0"), body).await;
     assert_eq!(resp.code, 0, "{:?}", resp.remark);
@@ -460,8 +446,7 @@ async fn static_topic_mappings_appear_in_routes() {
 
 #[tokio::test]
 async fn order_topic_config_reaches_brokers_and_routes() {
-    let server = TestServer::with_properties("orderMessageEnable=true").await;
-    let mut client = server.client().await;
+    let (_server, mut client) = TestServer::with_client("orderMessageEnable=true").await;
     let put = put_kv(&mut client, "ORDER_TOPIC_CONFIG", "TopicA", "broker-a:4").await;
     assert_eq!(put.code, 0);
     let resp = register_broker_a(&mut client).await;
@@ -486,8 +471,7 @@ fn acting(addr: &str, id: &str) -> RegisterBroker {
 
 #[tokio::test]
 async fn acting_master_rewrite_and_write_perm_cleared_when_the_master_leaves() {
-    let server = TestServer::with_properties("supportActingMaster=true").await;
-    let mut master = server.client().await;
+    let (server, mut master) = TestServer::with_client("supportActingMaster=true").await;
     register_with(&mut master, &acting("10.0.0.1:10911", "0")).await;
     let mut slave = server.client().await;
     register_with(&mut slave, &acting("10.0.0.2:10911", "1")).await;
@@ -509,8 +493,7 @@ async fn acting_master_rewrite_and_write_perm_cleared_when_the_master_leaves() {
 
 #[tokio::test]
 async fn switching_support_acting_master_at_run_time_changes_cached_routes() {
-    let server = TestServer::start().await;
-    let mut slave = server.client().await;
+    let (server, mut slave) = TestServer::with_client("").await;
     register_with(&mut slave, &acting("10.0.0.2:10911", "1")).await;
     let mut client = server.client().await;
     assert!(body_text(&route(&mut client, "TopicA").await).contains(r#"{"1":"10.0.0.2:10911"}"#));
@@ -521,11 +504,10 @@ async fn switching_support_acting_master_at_run_time_changes_cached_routes() {
 
 #[tokio::test(start_paused = true)]
 async fn the_readiness_gate_refuses_routes_until_brokers_had_time_to_register() {
-    let server = TestServer::with_properties(
+    let (_server, mut client) = TestServer::with_client(
         "needWaitForService=true\nwaitSecondsForService=45\nserverChannelMaxIdleTimeSeconds=0",
     )
     .await;
-    let mut client = server.client().await;
     register_broker_a(&mut client).await;
     let resp = route(&mut client, "TopicA").await;
     assert_eq!(

@@ -36,12 +36,18 @@ impl Drop for PidGuard {
     }
 }
 
+/// Runs the binary with `args` in a fresh home and asserts that it exits with `code`.
+fn exits_with(args: &[&str], code: i32) -> std::process::Output {
+    let home = tempfile::tempdir().unwrap();
+    let out = run_namesrv(home.path(), args, None);
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {}", stderr(&out));
+    out
+}
+
 #[test]
 fn help_prints_usage_and_exits_0() {
-    let home = tempfile::tempdir().unwrap();
     for flag in ["-h", "--help"] {
-        let out = run_namesrv(home.path(), &[flag], None);
-        assert_eq!(out.status.code(), Some(0), "{flag}");
+        let out = exits_with(&[flag], 0);
         let text = stdout(&out);
         for expected in [
             "Usage:",
@@ -56,9 +62,7 @@ fn help_prints_usage_and_exits_0() {
 
 #[test]
 fn version_exits_0() {
-    let home = tempfile::tempdir().unwrap();
-    let out = run_namesrv(home.path(), &["--version"], None);
-    assert_eq!(out.status.code(), Some(0));
+    let out = exits_with(&["--version"], 0);
     assert!(stdout(&out).contains(env!("CARGO_PKG_VERSION")));
 }
 
@@ -94,13 +98,10 @@ fn print_config_item_lists_every_effective_key() {
 
 #[test]
 fn print_config_item_reflects_the_config_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let conf = dir.path().join("my.conf");
-    std::fs::write(
-        &conf,
+    let (dir, conf) = crate::harness::temp_file(
+        "my.conf",
         "listenPort=19999\norderMessageEnable=true\nclientWorkerThreads=4\n",
-    )
-    .unwrap();
+    );
     let out = run_namesrv(dir.path(), &["-p"], Some(&conf));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
@@ -150,10 +151,8 @@ fn a_missing_config_file_is_named() {
 
 #[test]
 fn unknown_options_exit_1_with_usage() {
-    let home = tempfile::tempdir().unwrap();
     for option in ["--no-such-option", "-x"] {
-        let out = run_namesrv(home.path(), &[option], None);
-        assert_eq!(out.status.code(), Some(1), "{option}");
+        let out = exits_with(&[option], 1);
         let err = stderr(&out);
         assert!(err.contains(option) && err.contains("Usage:"), "{err}");
         assert!(stdout(&out).is_empty(), "{option}");
@@ -162,9 +161,7 @@ fn unknown_options_exit_1_with_usage() {
 
 #[test]
 fn a_missing_option_argument_exits_1() {
-    let home = tempfile::tempdir().unwrap();
-    let out = run_namesrv(home.path(), &["-c"], None);
-    assert_eq!(out.status.code(), Some(1));
+    let out = exits_with(&["-c"], 1);
     assert!(stderr(&out).contains("--configFile"), "{}", stderr(&out));
 }
 

@@ -8,9 +8,7 @@ use crate::harness::{Options, TestClient, TestServer, body_text, update_config};
 
 /// A server on a `-c` file holding `text`.
 async fn server_with_file(text: &str) -> (TestServer, tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("namesrv.conf");
-    std::fs::write(&file, text).unwrap();
+    let (dir, file) = crate::harness::temp_file("namesrv.conf", text);
     let server = TestServer::start_with(Options {
         config_file: Some(file.clone()),
         ..Options::default()

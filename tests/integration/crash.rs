@@ -285,13 +285,7 @@ async fn observe(addr: SocketAddr) -> Vec<Owned> {
     let mut owned = Vec::new();
     for conn in 0..CONNECTIONS {
         let ns = namespace(conn);
-        let list = client
-            .call(
-                request::GET_KVLIST_BY_NAMESPACE,
-                &[("namespace", &ns)],
-                None,
-            )
-            .await;
+        let list = crate::harness::kv_list(&mut client, &ns).await;
         let table = match list.code {
             response::SUCCESS => {
                 let v: serde_json::Value =

@@ -90,11 +90,7 @@ fn the_systemd_unit_verifies_when_systemd_analyze_is_there() {
         .args(&args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::harness::process::assert_success(&out);
     if std::process::Command::new("systemd-analyze")
         .arg("--version")
         .output()

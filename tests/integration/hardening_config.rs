@@ -16,9 +16,7 @@ const ADMIN: &str = "accounts:\n  - {accessKey: rocketmq2, secretKey: '12345678'
 /// A server with the HTTP side door and `properties`; the accounts file `ADMIN` (or `acl`) is
 /// written beside it for `authConfigPath`.
 async fn server(properties: &str, acl: &str) -> (TestServer, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("acl.yml");
-    std::fs::write(&path, acl).unwrap();
+    let (dir, path) = crate::harness::temp_file("acl.yml", acl);
     let server = TestServer::start_with(Options {
         properties: format!("authConfigPath={}\n{properties}", path.display()),
         http: true,

@@ -129,14 +129,11 @@ async fn a_fifo_or_an_oversized_chain_at_the_certificate_path_fails_the_reload_n
 
 #[tokio::test]
 async fn an_accounts_file_emptied_while_running_is_not_applied_until_sighup() {
-    let dir = tempfile::tempdir().unwrap();
-    let acl = dir.path().join("acl.yml");
     let strict = "signatureRequired: [read, broker, admin]\naccounts:\n\
         \x20 - {accessKey: rocketmq2, secretKey: '12345678', admin: true}\n";
-    std::fs::write(&acl, strict).unwrap();
+    let (_dir, acl) = crate::harness::temp_file("acl.yml", strict);
     let props = format!("authMode=enforce\nauthConfigPath={}\n", acl.display());
-    let server = TestServer::with_properties(&props).await;
-    let mut c = server.client().await;
+    let (server, mut c) = TestServer::with_client(&props).await;
     let unsigned_read = async |c: &mut TestClient| {
         c.call(request::GET_ROUTEINFO_BY_TOPIC, &[("topic", "T1")], None)
             .await

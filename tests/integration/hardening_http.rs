@@ -157,9 +157,7 @@ fn basic(ak: &str, sk: &str) -> String {
 }
 
 async fn enforced(accounts: &str) -> (TestServer, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let acl = dir.path().join("acl.yml");
-    std::fs::write(&acl, accounts).unwrap();
+    let (dir, acl) = crate::harness::temp_file("acl.yml", accounts);
     let server = server_with(&format!(
         "authMode=enforce\nauthConfigPath={}\nproxyProtocolAllowedAddresses=\n",
         acl.display()
@@ -171,6 +169,11 @@ async fn enforced(accounts: &str) -> (TestServer, tempfile::TempDir) {
 async fn page_with(server: &TestServer, authorization: &str) -> HttpResponse {
     let headers = [("Authorization", authorization)];
     http_request_with(server.http.unwrap(), "GET", "/api/config", &headers).await
+}
+
+/// The status of the config API asked with Basic credentials `ak`:`sk`.
+async fn status_with(server: &TestServer, ak: &str, sk: &str) -> u16 {
+    page_with(server, &basic(ak, sk)).await.status
 }
 
 fn metric(body: &str, series: &str) -> Option<f64> {
@@ -187,17 +190,9 @@ async fn basic_auth_honours_the_accounts_address_rule_and_counts_refusals() {
     .await;
     let refused = page_with(&server, &basic("remote01", "12345678")).await;
     assert_eq!(refused.status, 401, "right keys, forbidden address");
-    assert_eq!(
-        page_with(&server, &basic("local01", "12345678"))
-            .await
-            .status,
-        200
-    );
-    assert_eq!(
-        page_with(&server, &basic("local01", "wrong")).await.status,
-        401
-    );
-    assert_eq!(page_with(&server, &basic("nobody", "x")).await.status, 401);
+    assert_eq!(status_with(&server, "local01", "12345678").await, 200);
+    assert_eq!(status_with(&server, "local01", "wrong").await, 401);
+    assert_eq!(status_with(&server, "nobody", "x").await, 401);
     assert_eq!(server.get("/api/config").await.status, 401);
     let m = server.get("/metrics").await.body;
     let refused = |reason: &str| {
@@ -223,12 +218,7 @@ async fn repeated_wrong_credentials_from_one_address_are_slowed_down() {
     }
     // After five failures, each further attempt waits (right keys included: no oracle).
     let start = Instant::now();
-    assert_eq!(
-        page_with(&server, &basic("rocketmq2", "12345678"))
-            .await
-            .status,
-        200
-    );
+    assert_eq!(status_with(&server, "rocketmq2", "12345678").await, 200);
     assert!(
         start.elapsed() >= Duration::from_millis(900),
         "answered after {:?}",

@@ -13,7 +13,7 @@ use namesrv::state::peering::{Difference, PeerReport};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::harness::{TestServer, register_broker_a};
+use crate::harness::{TestServer, fake_peer, register_broker_a};
 
 use crate::peers::{PROPS, report_until, set_peers};
 
@@ -43,36 +43,33 @@ async fn server_with_a_broker(peers: &[SocketAddr]) -> (TestServer, crate::harne
 /// them as fast as the reader takes them. Returns its address and the most bytes it got
 /// written on any one connection.
 async fn flooding_peer(len: usize) -> (SocketAddr, Arc<AtomicU64>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     let most = Arc::new(AtomicU64::new(0));
     let record = most.clone();
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = listener.accept().await {
-            let most = record.clone();
-            tokio::spawn(async move {
-                let mut request = [0u8; 512];
-                if s.read(&mut request).await.unwrap_or(0) == 0 {
-                    return;
+    let addr = fake_peer(move |mut s| {
+        let most = record.clone();
+        async move {
+            let mut request = [0u8; 512];
+            if s.read(&mut request).await.unwrap_or(0) == 0 {
+                return;
+            }
+            let mut written = 0u64;
+            let chunk = vec![0u8; 64 * 1024];
+            let mut left = len;
+            if s.write_all(&(len as u32).to_be_bytes()).await.is_err() {
+                return;
+            }
+            while left > 0 {
+                let n = left.min(chunk.len());
+                if s.write_all(&chunk[..n]).await.is_err() {
+                    break;
                 }
-                let mut written = 0u64;
-                let chunk = vec![0u8; 64 * 1024];
-                let mut left = len;
-                if s.write_all(&(len as u32).to_be_bytes()).await.is_err() {
-                    return;
-                }
-                while left > 0 {
-                    let n = left.min(chunk.len());
-                    if s.write_all(&chunk[..n]).await.is_err() {
-                        break;
-                    }
-                    written += n as u64;
-                    most.fetch_max(written, Ordering::Relaxed);
-                    left -= n;
-                }
-            });
+                written += n as u64;
+                most.fetch_max(written, Ordering::Relaxed);
+                left -= n;
+            }
         }
-    });
+    })
+    .await;
     (addr, most)
 }
 
@@ -95,28 +92,22 @@ async fn an_answer_over_the_cap_is_refused_before_it_is_read() {
 /// A peer that answers every request with a frame announcing 1 000 000 bytes, then sends one
 /// byte every 50 ms (each read succeeds well within any per-read timeout).
 async fn trickling_peer() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut request = [0u8; 512];
-                if s.read(&mut request).await.unwrap_or(0) == 0 {
-                    return;
-                }
-                if s.write_all(&1_000_000u32.to_be_bytes()).await.is_err() {
-                    return;
-                }
-                loop {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    if s.write_all(b"x").await.is_err() {
-                        return;
-                    }
-                }
-            });
+    fake_peer(|mut s| async move {
+        let mut request = [0u8; 512];
+        if s.read(&mut request).await.unwrap_or(0) == 0 {
+            return;
         }
-    });
-    addr
+        if s.write_all(&1_000_000u32.to_be_bytes()).await.is_err() {
+            return;
+        }
+        loop {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if s.write_all(b"x").await.is_err() {
+                return;
+            }
+        }
+    })
+    .await
 }
 
 #[tokio::test]
@@ -177,22 +168,19 @@ async fn many_failing_peers_at_a_short_interval_open_few_connections() {
 
 /// A TCP relay to `target` that counts the connections open through it.
 async fn counting_relay(target: SocketAddr) -> (SocketAddr, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     let open = Arc::new(AtomicUsize::new(0));
     let count = open.clone();
-    tokio::spawn(async move {
-        while let Ok((mut inbound, _)) = listener.accept().await {
-            let open = count.clone();
-            open.fetch_add(1, Ordering::Relaxed);
-            tokio::spawn(async move {
-                if let Ok(mut outbound) = TcpStream::connect(target).await {
-                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
-                }
-                open.fetch_sub(1, Ordering::Relaxed);
-            });
+    let addr = fake_peer(move |mut inbound| {
+        let open = count.clone();
+        open.fetch_add(1, Ordering::Relaxed);
+        async move {
+            if let Ok(mut outbound) = TcpStream::connect(target).await {
+                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+            }
+            open.fetch_sub(1, Ordering::Relaxed);
         }
-    });
+    })
+    .await;
     (addr, open)
 }
 

@@ -327,13 +327,7 @@ async fn populated() -> (TestServer, TestClient) {
         &["Orders", "Payments"],
     )
     .await;
-    let wipe = broker
-        .call(
-            rc::WIPE_WRITE_PERM_OF_BROKER,
-            &[("brokerName", "broker-b")],
-            None,
-        )
-        .await;
+    let wipe = crate::harness::wipe_write_perm(&mut broker, "broker-b").await;
     assert_eq!(wipe.code, 0);
     let put = [
         ("namespace", "ORDER_TOPIC_CONFIG"),
@@ -455,13 +449,10 @@ async fn nothing_can_be_changed_and_unknown_paths_are_404() {
 #[tokio::test]
 async fn with_auth_enforced_the_page_and_api_need_an_admin_account() {
     use base64::Engine as _;
-    let dir = tempfile::tempdir().unwrap();
-    let acl = dir.path().join("acl.yml");
-    std::fs::write(
-        &acl,
+    let (_dir, acl) = crate::harness::temp_file(
+        "acl.yml",
         "accounts:\n  - {accessKey: rocketmq2, secretKey: 12345678, admin: true}\n  - {accessKey: reader01, secretKey: 12345678}\n",
-    )
-    .unwrap();
+    );
     let server = server_with(&format!(
         "authMode=enforce\nauthConfigPath={}\nproxyProtocolAllowedAddresses=\n",
         acl.display()

@@ -6,8 +6,7 @@ use crate::harness::{Options, TestServer, body_text, delete_kv, get_kv, put_kv, 
 
 #[tokio::test]
 async fn kv_codes_answer_like_java() {
-    let server = TestServer::start().await;
-    let mut c = server.client().await;
+    let (_server, mut c) = TestServer::with_client("").await;
     let put = put_kv(&mut c, "ns", "k", "v").await;
     assert_eq!((put.code, put.ext_fields.is_none()), (0, true));
     let get = get_kv(&mut c, "ns", "k").await;
@@ -19,21 +18,9 @@ async fn kv_codes_answer_like_java() {
         Some("No config item, Namespace: ns Key: nope")
     );
     assert_eq!(miss.ext_fields.map(|f| f.len()), Some(0));
-    let list = c
-        .call(
-            request::GET_KVLIST_BY_NAMESPACE,
-            &[("namespace", "ns")],
-            None,
-        )
-        .await;
+    let list = crate::harness::kv_list(&mut c, "ns").await;
     assert_eq!(body_text(&list), r#"{"table":{"k":"v"}}"#);
-    let none = c
-        .call(
-            request::GET_KVLIST_BY_NAMESPACE,
-            &[("namespace", "other")],
-            None,
-        )
-        .await;
+    let none = crate::harness::kv_list(&mut c, "other").await;
     assert_eq!(
         (none.code, none.remark.as_deref()),
         (
@@ -62,8 +49,7 @@ async fn kv_codes_answer_like_java() {
 
 #[tokio::test]
 async fn kv_table_and_config_survive_a_restart() {
-    let server = TestServer::start().await;
-    let mut c = server.client().await;
+    let (server, mut c) = TestServer::with_client("").await;
     let put = put_kv(&mut c, "ORDER_TOPIC_CONFIG", "T", "b:4").await;
     assert_eq!(put.code, 0);
     let upd = update_config(&mut c, "orderMessageEnable=true\nsupportActingMaster=true").await;
@@ -83,9 +69,8 @@ async fn kv_table_and_config_survive_a_restart() {
 
 #[tokio::test]
 async fn namesrv_config_get_update_and_black_list() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("namesrv.conf");
-    std::fs::write(&file, "listenPort=9876\nclientWorkerThreads=4\n").unwrap();
+    let (dir, file) =
+        crate::harness::temp_file("namesrv.conf", "listenPort=9876\nclientWorkerThreads=4\n");
     let server = TestServer::start_with(Options {
         config_file: Some(file.clone()),
         ..Options::default()
@@ -166,13 +151,7 @@ async fn a_java_written_kv_file_loads() {
     })
     .await;
     let mut c = server.client().await;
-    let list = c
-        .call(
-            request::GET_KVLIST_BY_NAMESPACE,
-            &[("namespace", "ORDER_TOPIC_CONFIG")],
-            None,
-        )
-        .await;
+    let list = crate::harness::kv_list(&mut c, "ORDER_TOPIC_CONFIG").await;
     assert_eq!(list.code, 0);
     assert!(body_text(&list).contains(r#""TopicOrder":"broker-a:4;broker-b:4""#));
 }

@@ -19,8 +19,8 @@ async fn get(c: &mut TestClient, key: &str) -> Option<String> {
 
 #[tokio::test]
 async fn oversized_values_and_a_full_store_are_refused_with_the_limit_named() {
-    let server = TestServer::with_properties("maxKvValueBytes=2048\nmaxKvTotalBytes=6144").await;
-    let mut c = server.client().await;
+    let (_server, mut c) =
+        TestServer::with_client("maxKvValueBytes=2048\nmaxKvTotalBytes=6144").await;
     let (code, remark) = put(&mut c, "big", &"x".repeat(2049)).await;
     assert_eq!(code, response::SYSTEM_ERROR);
     assert!(

@@ -60,21 +60,13 @@ async fn each_listener_serves_its_own_table() {
     );
     // The test table has no name-server codes, and Java's answer to an unknown code comes back.
     let kv = test
-        .call(
-            request::GET_KV_CONFIG,
-            &[("namespace", "ns"), ("key", "k")],
-            None,
-        )
+        .ask(request::GET_KV_CONFIG, &[("namespace", "ns"), ("key", "k")])
         .await;
     assert_eq!(kv.code, response::REQUEST_CODE_NOT_SUPPORTED);
     // The name server's port still serves the name server's table, and not the test's.
     let mut namesrv = TestClient::connect(served.addr).await;
     let kv = namesrv
-        .call(
-            request::GET_KV_CONFIG,
-            &[("namespace", "ns"), ("key", "k")],
-            None,
-        )
+        .ask(request::GET_KV_CONFIG, &[("namespace", "ns"), ("key", "k")])
         .await;
     assert_eq!(kv.code, response::QUERY_NOT_FOUND);
     let echo = namesrv.call(ECHO, &[("text", "hello")], None).await;

@@ -102,9 +102,7 @@ fn json_lines_for_log_shippers() {
 
 #[test]
 fn an_unusable_log_dir_is_a_clear_start_up_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let blocker = dir.path().join("file");
-    std::fs::write(&blocker, "x").unwrap();
+    let (dir, blocker) = crate::harness::temp_file("file", "x");
     let conf = spawned::config(dir.path(), "");
     let out = std::process::Command::new(spawned::BIN)
         .arg("-c")

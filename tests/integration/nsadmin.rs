@@ -62,6 +62,12 @@ async fn nsadmin(line: &str) -> Run {
     nsadmin_env(line, &[]).await
 }
 
+/// Runs nsadmin with `line` and asserts that it succeeds printing exactly `out`.
+async fn prints(line: &str, out: &str) {
+    let r = nsadmin(line).await;
+    assert_eq!((r.code, r.out.as_str()), (0, out), "{r:?}");
+}
+
 /// A loopback address where nothing listens.
 fn dead_addr() -> String {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -72,8 +78,7 @@ fn dead_addr() -> String {
 
 /// A server with broker-a (TopicA 8/8, TopicB 4/4) registered; keep the client alive.
 async fn with_broker() -> (TestServer, TestClient) {
-    let server = TestServer::start().await;
-    let mut broker = server.client().await;
+    let (server, mut broker) = TestServer::with_client("").await;
     register_master(
         &mut broker,
         "broker-a",
@@ -133,8 +138,11 @@ async fn read_commands_print_mqadmins_formats() {
         serde_json::from_str(&nsadmin(&format!("topicList -n {} --json", n)).await.out).unwrap();
     assert_eq!(v["topicList"], serde_json::json!(["TopicA", "TopicB"]));
 
-    let r = nsadmin(&format!("topicClusterList -n {} -t TopicA", n)).await;
-    assert_eq!((r.code, r.out.as_str()), (0, "DefaultCluster\n"), "{r:?}");
+    prints(
+        &format!("topicClusterList -n {} -t TopicA", n),
+        "DefaultCluster\n",
+    )
+    .await;
 
     // The broker address is fake: its row is printed with mqadmin's placeholders, and the
     // failed GET_BROKER_RUNTIME_INFO makes the exit code 2.
@@ -215,8 +223,11 @@ async fn failures_exit_non_zero_with_one_stderr_line() {
     );
 
     // A read skips an unreachable name server, as mqadmin's client does.
-    let r = nsadmin(&format!("topicClusterList -n {dead};{n} -t TopicA")).await;
-    assert_eq!((r.code, r.out.as_str()), (0, "DefaultCluster\n"), "{r:?}");
+    prints(
+        &format!("topicClusterList -n {dead};{n} -t TopicA"),
+        "DefaultCluster\n",
+    )
+    .await;
 
     // A server that accepts and never answers: a timeout.
     let silent = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -278,33 +289,23 @@ async fn writes_reach_every_name_server() {
     for s in [&a, &b] {
         assert_eq!(kv_value(s.addr, "NS", "K").await.as_deref(), Some("V1"));
     }
-    let r = nsadmin(&format!("deleteKvConfig -n {} -s NS -k K", both)).await;
-    assert_eq!(
-        (r.code, r.out.as_str()),
-        (0, "delete kv config from namespace success.\n")
-    );
+    prints(
+        &format!("deleteKvConfig -n {} -s NS -k K", both),
+        "delete kv config from namespace success.\n",
+    )
+    .await;
     assert_eq!(kv_value(b.addr, "NS", "K").await, None);
 
-    let r = nsadmin(&format!(
-        "updateOrderConf -n {} -t TopicA -m put -v broker-a:4",
-        both
-    ))
+    prints(
+        &format!("updateOrderConf -n {} -t TopicA -m put -v broker-a:4", both),
+        "update orderConf success. topic=[TopicA], orderConf=[broker-a:4]",
+    )
     .await;
-    assert_eq!(
-        (r.code, r.out.as_str()),
-        (
-            0,
-            "update orderConf success. topic=[TopicA], orderConf=[broker-a:4]"
-        )
-    );
-    let r = nsadmin(&format!("updateOrderConf -n {} -t TopicA -m get", b.addr)).await;
-    assert_eq!(
-        (r.code, r.out.as_str()),
-        (
-            0,
-            "get orderConf success. topic=[TopicA], orderConf=[broker-a:4] "
-        )
-    );
+    prints(
+        &format!("updateOrderConf -n {} -t TopicA -m get", b.addr),
+        "get orderConf success. topic=[TopicA], orderConf=[broker-a:4] ",
+    )
+    .await;
     let r = nsadmin(&format!(
         "updateOrderConf -n {} -t TopicA -m get --json",
         b.addr
@@ -315,11 +316,11 @@ async fn writes_reach_every_name_server() {
         v,
         serde_json::json!({"topic": "TopicA", "orderConf": "broker-a:4"})
     );
-    let r = nsadmin(&format!("updateOrderConf -n {} -t TopicA -m delete", both)).await;
-    assert_eq!(
-        (r.code, r.out.as_str()),
-        (0, "delete orderConf success. topic=[TopicA]")
-    );
+    prints(
+        &format!("updateOrderConf -n {} -t TopicA -m delete", both),
+        "delete orderConf success. topic=[TopicA]",
+    )
+    .await;
     let r = nsadmin(&format!("updateOrderConf -n {} -t TopicA -m get", both)).await;
     assert_eq!(r.code, 3, "not found is a refusal: {r:?}");
     let r = nsadmin(&format!("updateOrderConf -n {} -t TopicA -m put", both)).await;

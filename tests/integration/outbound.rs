@@ -40,6 +40,13 @@ async fn attached_client(served: &Served) -> (TestClient, ConnId) {
     (client, conn)
 }
 
+/// A fresh server, a client of it and that client's connection id.
+async fn served_client() -> (Served, TestClient, ConnId) {
+    let served = serve().await;
+    let (client, conn) = attached_client(&served).await;
+    (served, client, conn)
+}
+
 async fn kv_get(client: &mut TestClient) -> RemotingCommand {
     let ext = [("namespace", "ns"), ("key", "k")];
     client.call(request::GET_KV_CONFIG, &ext, None).await
@@ -51,6 +58,25 @@ fn role_changed() -> RemotingCommand {
     cmd
 }
 
+/// NOTIFY_BROKER_ROLE_CHANGED sent to `conn` in a task of its own, so the test can play the
+/// client while the request waits for its response.
+fn spawn_role_change(
+    served: &Served,
+    conn: ConnId,
+    timeout: Duration,
+) -> tokio::task::JoinHandle<Result<RemotingCommand, OutboundError>> {
+    let outbound = served.outbound.clone();
+    tokio::spawn(async move { outbound.request(conn, role_changed(), timeout).await })
+}
+
+/// A one-way request to `conn` finds no such connection.
+fn assert_not_connected(served: &Served, conn: ConnId) {
+    assert_eq!(
+        served.outbound.oneway(conn, role_changed()),
+        Err(OutboundError::NotConnected(conn))
+    );
+}
+
 /// The response a client gives to `request`.
 fn answer(request: &RemotingCommand, remark: &str) -> RemotingCommand {
     let mut cmd = RemotingCommand::response(response::SUCCESS, Some(remark.to_owned()));
@@ -60,14 +86,8 @@ fn answer(request: &RemotingCommand, remark: &str) -> RemotingCommand {
 
 #[tokio::test]
 async fn a_request_reaches_the_client_and_its_response_comes_back() {
-    let served = serve().await;
-    let (mut client, conn) = attached_client(&served).await;
-    let outbound = served.outbound.clone();
-    let waiting = tokio::spawn(async move {
-        outbound
-            .request(conn, role_changed(), Duration::from_secs(30))
-            .await
-    });
+    let (served, mut client, conn) = served_client().await;
+    let waiting = spawn_role_change(&served, conn, Duration::from_secs(30));
     let sent = client.recv().await.expect("the request");
     assert_eq!(sent.code, NOTIFY_BROKER_ROLE_CHANGED);
     assert_eq!(
@@ -84,13 +104,7 @@ async fn a_request_reaches_the_client_and_its_response_comes_back() {
     );
     assert_eq!(served.outbound.waiting(conn), 0);
     // Opaques are the server's: a second request gets the next one.
-    let outbound = served.outbound.clone();
-    let again = tokio::spawn(async move {
-        let request = role_changed();
-        outbound
-            .request(conn, request, Duration::from_secs(30))
-            .await
-    });
+    let again = spawn_role_change(&served, conn, Duration::from_secs(30));
     let second = client.recv().await.unwrap();
     assert_ne!(second.opaque, sent.opaque);
     client.send(&answer(&second, "again")).await;
@@ -99,8 +113,7 @@ async fn a_request_reaches_the_client_and_its_response_comes_back() {
 
 #[tokio::test]
 async fn a_one_way_request_is_delivered_with_the_one_way_flag() {
-    let served = serve().await;
-    let (mut client, conn) = attached_client(&served).await;
+    let (served, mut client, conn) = served_client().await;
     served.outbound.oneway(conn, role_changed()).unwrap();
     let sent = client.recv().await.unwrap();
     assert_eq!(sent.code, NOTIFY_BROKER_ROLE_CHANGED);
@@ -112,12 +125,9 @@ async fn a_one_way_request_is_delivered_with_the_one_way_flag() {
 
 #[tokio::test(start_paused = true)]
 async fn a_request_the_client_never_answers_times_out_and_leaves_nothing() {
-    let served = serve().await;
-    let (mut client, conn) = attached_client(&served).await;
-    let outbound = served.outbound.clone();
+    let (served, mut client, conn) = served_client().await;
     let timeout = Duration::from_secs(3);
-    let waiting =
-        tokio::spawn(async move { outbound.request(conn, role_changed(), timeout).await });
+    let waiting = spawn_role_change(&served, conn, timeout);
     let sent = client.recv().await.unwrap();
     assert_eq!(
         waiting.await.unwrap(),
@@ -135,30 +145,20 @@ async fn a_request_the_client_never_answers_times_out_and_leaves_nothing() {
 
 #[tokio::test]
 async fn an_unknown_connection_is_not_connected() {
-    let served = serve().await;
-    let (_client, conn) = attached_client(&served).await;
+    let (served, _client, conn) = served_client().await;
     let unknown = ConnId(conn.0 + 1000);
     let got = served
         .outbound
         .request(unknown, role_changed(), Duration::from_secs(1))
         .await;
     assert_eq!(got, Err(OutboundError::NotConnected(unknown)));
-    assert_eq!(
-        served.outbound.oneway(unknown, role_changed()),
-        Err(OutboundError::NotConnected(unknown))
-    );
+    assert_not_connected(&served, unknown);
 }
 
 #[tokio::test]
 async fn a_waiting_request_learns_when_the_client_disconnects() {
-    let served = serve().await;
-    let (mut client, conn) = attached_client(&served).await;
-    let outbound = served.outbound.clone();
-    let waiting = tokio::spawn(async move {
-        outbound
-            .request(conn, role_changed(), Duration::from_secs(3600))
-            .await
-    });
+    let (served, mut client, conn) = served_client().await;
+    let waiting = spawn_role_change(&served, conn, Duration::from_secs(3600));
     client.recv().await.expect("the request");
     drop(client);
     let got = tokio::time::timeout(Duration::from_secs(10), waiting).await;
@@ -167,22 +167,13 @@ async fn a_waiting_request_learns_when_the_client_disconnects() {
         Err(OutboundError::Closed)
     );
     assert!(!served.outbound.connections().contains(&conn));
-    assert_eq!(
-        served.outbound.oneway(conn, role_changed()),
-        Err(OutboundError::NotConnected(conn))
-    );
+    assert_not_connected(&served, conn);
 }
 
 #[tokio::test]
 async fn the_clients_own_requests_are_answered_in_order_while_one_waits() {
-    let served = serve().await;
-    let (mut client, conn) = attached_client(&served).await;
-    let outbound = served.outbound.clone();
-    let waiting = tokio::spawn(async move {
-        outbound
-            .request(conn, role_changed(), Duration::from_secs(30))
-            .await
-    });
+    let (served, mut client, conn) = served_client().await;
+    let waiting = spawn_role_change(&served, conn, Duration::from_secs(30));
     let sent = client.recv().await.unwrap();
     // Two requests in one write, answered in order while the server's request waits.
     let put = client.command(
@@ -248,14 +239,8 @@ async fn writing_a_request_counts_as_activity_for_the_idle_timeout() {
 
 #[tokio::test]
 async fn a_large_response_decoded_off_the_connection_reaches_its_waiter() {
-    let served = serve().await;
-    let (mut client, conn) = attached_client(&served).await;
-    let outbound = served.outbound.clone();
-    let waiting = tokio::spawn(async move {
-        outbound
-            .request(conn, role_changed(), Duration::from_secs(30))
-            .await
-    });
+    let (served, mut client, conn) = served_client().await;
+    let waiting = spawn_role_change(&served, conn, Duration::from_secs(30));
     let sent = client.recv().await.unwrap();
     // Over the 64 KiB the connection decodes on its own task.
     let body = vec![b'x'; 200 * 1024];

@@ -10,10 +10,10 @@ use std::time::Duration;
 use namesrv::protocol::code::request;
 use namesrv::state::peering::{Difference, PeerReport};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
 use crate::harness::{
-    Options, TestClient, TestServer, apply_config, body_text, register, register_broker_a,
+    Options, TestClient, TestServer, apply_config, body_text, fake_peer, register,
+    register_broker_a,
 };
 
 pub(crate) const PROPS: &str =
@@ -166,38 +166,29 @@ async fn three_nodes_and_a_broker_that_registers_with_two() {
 
 /// A "name server" that answers every connection with garbage.
 async fn garbage_peer() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut buf = [0u8; 1024];
-                while let Ok(n) = s.read(&mut buf).await {
-                    if n == 0
-                        || s.write_all(b"\x00\x00\x00\x09\xff\xff\xff\xffgarbage!")
-                            .await
-                            .is_err()
-                    {
-                        return;
-                    }
-                }
-            });
+    fake_peer(|mut s| async move {
+        let mut buf = [0u8; 1024];
+        while let Ok(n) = s.read(&mut buf).await {
+            if n == 0
+                || s.write_all(b"\x00\x00\x00\x09\xff\xff\xff\xffgarbage!")
+                    .await
+                    .is_err()
+            {
+                return;
+            }
         }
-    });
-    addr
+    })
+    .await
 }
 
 /// A "name server" that accepts and never answers.
 async fn hanging_peer() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((s, _)) = listener.accept().await {
-            held.push(s);
-        }
-    });
-    addr
+    fake_peer(|s| async move {
+        // Held open, never read or written.
+        std::future::pending::<()>().await;
+        drop(s);
+    })
+    .await
 }
 
 #[tokio::test]

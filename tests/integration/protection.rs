@@ -26,6 +26,15 @@ fn topic(b: usize) -> String {
 }
 
 /// Broker `b` on its own connection, registered once, serving `Topic<b>` and `Shared`.
+/// Brokers `range`, each registered on a connection of its own.
+async fn brokers(server: &TestServer, range: std::ops::Range<usize>) -> Vec<TestClient> {
+    let mut all = Vec::new();
+    for b in range {
+        all.push(broker(server, b).await);
+    }
+    all
+}
+
 async fn broker(server: &TestServer, b: usize) -> TestClient {
     let mut c = server.client().await;
     register(&mut c, &name(b), &addr(b), "0", 1, &[&topic(b), "Shared"]).await;
@@ -36,10 +45,7 @@ async fn broker(server: &TestServer, b: usize) -> TestClient {
 /// heard from again a heartbeat period (30 s) later: protection counts only brokers with
 /// that much history.
 async fn ten_brokers(server: &TestServer) -> Vec<TestClient> {
-    let mut brokers = Vec::new();
-    for b in 0..10 {
-        brokers.push(broker(server, b).await);
-    }
+    let mut brokers = brokers(server, 0..10).await;
     pass(30).await;
     for (b, broker) in brokers.iter_mut().enumerate() {
         heartbeat(broker, b).await;
@@ -276,18 +282,11 @@ async fn one_idle_broker_among_healthy_ones_is_removed_at_once() {
 
 #[tokio::test(start_paused = true)]
 async fn registered_and_silent_fakes_neither_keep_a_dead_broker_nor_raise_a_hold() {
-    let server = TestServer::with_properties(SCAN_ONLY).await;
-    let mut client = server.client().await;
-    let mut real = Vec::new();
-    for b in 0..5 {
-        real.push(broker(&server, b).await);
-    }
+    let (server, mut client) = TestServer::with_client(SCAN_ONLY).await;
+    let mut real = brokers(&server, 0..5).await;
     // Ten fakes register once and say nothing more; broker 0 dies after 30 s; the other four
     // heartbeat every 30 s.
-    let mut fakes = Vec::new();
-    for b in 5..15 {
-        fakes.push(broker(&server, b).await);
-    }
+    let _fakes = brokers(&server, 5..15).await;
     for round in 1..=6 {
         pass(30).await;
         for (b, broker) in real.iter_mut().enumerate() {
@@ -310,22 +309,15 @@ async fn registered_and_silent_fakes_neither_keep_a_dead_broker_nor_raise_a_hold
 
 #[tokio::test(start_paused = true)]
 async fn heartbeating_newcomers_do_not_get_a_silent_cluster_evicted() {
-    let server = TestServer::with_properties(SCAN_ONLY).await;
-    let mut client = server.client().await;
-    let mut real = Vec::new();
-    for b in 0..5 {
-        real.push(broker(&server, b).await);
-    }
+    let (server, mut client) = TestServer::with_client(SCAN_ONLY).await;
+    let mut real = brokers(&server, 0..5).await;
     pass(30).await;
     for (b, broker) in real.iter_mut().enumerate() {
         heartbeat(broker, b).await;
     }
     // The five fall silent together (a real mass silence); ten fakes appear and heartbeat
     // every 10 s.
-    let mut fakes = Vec::new();
-    for b in 5..15 {
-        fakes.push(broker(&server, b).await);
-    }
+    let mut fakes = brokers(&server, 5..15).await;
     for _ in 0..15 {
         pass(10).await;
         for (i, fake) in fakes.iter_mut().enumerate() {

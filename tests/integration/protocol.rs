@@ -26,8 +26,7 @@ async fn unknown_codes_get_code_3_with_javas_remark_in_both_encodings() {
 
 #[tokio::test]
 async fn one_way_requests_are_processed_but_not_answered() {
-    let server = TestServer::start().await;
-    let mut client = server.client().await;
+    let (_server, mut client) = TestServer::with_client("").await;
     let mut put = client.command(
         request::PUT_KV_CONFIG,
         &[("namespace", "ns"), ("key", "k"), ("value", "v")],
@@ -45,8 +44,7 @@ async fn one_way_requests_are_processed_but_not_answered() {
 
 #[tokio::test]
 async fn pipelined_requests_each_get_one_response_matched_by_opaque() {
-    let server = TestServer::start().await;
-    let mut client = server.client().await;
+    let (_server, mut client) = TestServer::with_client("").await;
     let mut wire = BytesMut::new();
     let mut opaques = Vec::new();
     for i in 0..200 {
@@ -79,8 +77,7 @@ async fn pipelined_requests_each_get_one_response_matched_by_opaque() {
 
 #[tokio::test]
 async fn json_headers_are_read_leniently() {
-    let server = TestServer::start().await;
-    let mut client = server.client().await;
+    let (_server, mut client) = TestServer::with_client("").await;
     // Go-style: no serializeTypeCurrentRPC, remark "", numbers as ext values, any order.
     let header = br#"{"opaque":42,"remark":"","extFields":{"namespace":"ns","key":7,"value":true},"language":"GO","code":100,"version":317,"flag":0}"#;
     let mut frame = Vec::new();
@@ -96,8 +93,7 @@ async fn json_headers_are_read_leniently() {
 
 #[tokio::test]
 async fn responses_use_json_headers_even_for_binary_requests() {
-    let server = TestServer::start().await;
-    let mut client = server.client().await;
+    let (_server, mut client) = TestServer::with_client("").await;
     client.serialize_type = SerializeType::RocketMq;
     let cmd = client.command(request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER, &[], None);
     client.send(&cmd).await;
@@ -188,8 +184,7 @@ async fn malformed_frames_close_only_their_connection() {
 
 #[tokio::test]
 async fn a_bad_frame_after_good_ones_still_answers_the_good_ones() {
-    let server = TestServer::start().await;
-    let mut client = server.client().await;
+    let (_server, mut client) = TestServer::with_client("").await;
     let mut wire = BytesMut::new();
     encode_frame(
         &client.command(999, &[], None),
@@ -204,8 +199,7 @@ async fn a_bad_frame_after_good_ones_still_answers_the_good_ones() {
 
 #[tokio::test]
 async fn oversize_frames_are_refused_and_the_limit_is_configurable() {
-    let server = TestServer::with_properties("frameMaxLength=2097152").await;
-    let mut client = server.client().await;
+    let (server, mut client) = TestServer::with_client("frameMaxLength=2097152").await;
     // 2 MiB + 1: refused as soon as its length arrives.
     client.send_raw(&(2_097_149i32).to_be_bytes()).await;
     assert!(client.closed_without_reply().await);
@@ -220,8 +214,7 @@ async fn oversize_frames_are_refused_and_the_limit_is_configurable() {
 
 #[tokio::test]
 async fn a_frame_dribbled_one_byte_at_a_time_is_read() {
-    let server = TestServer::start().await;
-    let mut client = server.client().await;
+    let (_server, mut client) = TestServer::with_client("").await;
     let mut wire = BytesMut::new();
     encode_frame(
         &client.command(request::GET_NAMESRV_CONFIG, &[], None),
@@ -239,8 +232,7 @@ async fn a_frame_dribbled_one_byte_at_a_time_is_read() {
 
 #[tokio::test]
 async fn stray_response_frames_are_ignored() {
-    let server = TestServer::start().await;
-    let mut client = server.client().await;
+    let (_server, mut client) = TestServer::with_client("").await;
     let mut stray = RemotingCommand::success();
     stray.opaque = 77;
     client.send(&stray).await;
@@ -250,8 +242,7 @@ async fn stray_response_frames_are_ignored() {
 
 #[tokio::test(start_paused = true)]
 async fn idle_connections_are_closed() {
-    let server = TestServer::with_properties("serverChannelMaxIdleTimeSeconds=5").await;
-    let mut client = server.client().await;
+    let (server, mut client) = TestServer::with_client("serverChannelMaxIdleTimeSeconds=5").await;
     assert_eq!(client.call(999, &[], None).await.code, 3);
     tokio::time::advance(std::time::Duration::from_secs(6)).await;
     assert!(client.closed_without_reply().await);

@@ -21,9 +21,7 @@ accounts:
 ";
 
 async fn start(extra: &str) -> (TestServer, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let acl = dir.path().join("acl.yml");
-    std::fs::write(&acl, ACCOUNTS).unwrap();
+    let (dir, acl) = crate::harness::temp_file("acl.yml", ACCOUNTS);
     // The tests' proxy is this host; `extra` may list others instead.
     let server = TestServer::with_properties(&format!(
         "authMode=enforce\nauthConfigPath={}\nproxyProtocolAllowedAddresses=127.0.0.1\n{extra}",

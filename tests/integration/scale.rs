@@ -63,8 +63,7 @@ async fn two_hundred_thousand_topics_in_one_registration() {
     assert!(broker.closed_without_reply().await);
 
     // Raised, it is accepted, and so is the compressed form.
-    let server = TestServer::with_properties("frameMaxLength=67108864").await;
-    let mut broker = server.client().await;
+    let (server, mut broker) = TestServer::with_client("frameMaxLength=67108864").await;
     let resp = register_raw(&mut broker, ("big", "10.0.0.1:10911", "0"), &body).await;
     assert_eq!(resp.code, 0, "{:?}", resp.remark);
     let zipped = compressed_body(TOPICS);

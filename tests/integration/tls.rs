@@ -53,27 +53,33 @@ impl Pki {
 
     /// `NAME.pem` / `NAME.key` (PKCS#8), self-signed with common name `cn`.
     fn self_signed(&self, name: &str, cn: &str) {
-        let (key, pem) = (format!("{name}.key"), format!("{name}.pem"));
-        openssl(
-            self.dir.path(),
-            &[
-                "req",
-                "-x509",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                "ec_paramgen_curve:P-256",
-                "-nodes",
-                "-keyout",
-                &key,
-                "-out",
-                &pem,
-                "-days",
-                "30",
-                "-subj",
-                &format!("/CN={cn}"),
-            ],
-        );
+        self.new_key(&format!("{name}.key"), &format!("{name}.pem"), cn, true);
+    }
+
+    /// A P-256 key in `key` and, in `out`, a request for common name `cn`, or with `self_signed`
+    /// a certificate valid for 30 days.
+    fn new_key(&self, key: &str, out: &str, cn: &str, self_signed: bool) {
+        let subject = format!("/CN={cn}");
+        let mut args = vec!["req"];
+        if self_signed {
+            args.push("-x509");
+        }
+        args.extend([
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            key,
+            "-out",
+            out,
+        ]);
+        if self_signed {
+            args.extend(["-days", "30"]);
+        }
+        args.extend(["-subj", &subject]);
+        openssl(self.dir.path(), &args);
     }
 
     /// `NAME.pem` / `NAME.key` (PKCS#8), signed by the CA.
@@ -90,23 +96,7 @@ impl Pki {
             format!("{name}.csr"),
             format!("{name}.pem"),
         );
-        openssl(
-            dir,
-            &[
-                "req",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                "ec_paramgen_curve:P-256",
-                "-nodes",
-                "-keyout",
-                &key,
-                "-out",
-                &csr,
-                "-subj",
-                &format!("/CN={name}"),
-            ],
-        );
+        self.new_key(&key, &csr, name, false);
         openssl(
             dir,
             &[
@@ -192,8 +182,7 @@ async fn tls_client(server: &TestServer) -> TestClient {
 
 #[tokio::test]
 async fn a_default_server_serves_tls_and_plaintext_on_one_port() {
-    let server = TestServer::start().await;
-    let mut plain = server.client().await;
+    let (server, mut plain) = TestServer::with_client("").await;
     register_master(
         &mut plain,
         "broker-a",

@@ -54,10 +54,9 @@ async fn topic_lists() {
         ["TopicA", "TopicB", "U1", "U2", "U3"]
     );
     let by = c
-        .call(
+        .ask(
             request::GET_TOPICS_BY_CLUSTER,
             &[("cluster", "OtherCluster")],
-            None,
         )
         .await;
     assert_eq!(topics_of(&body_text(&by)), ["U1", "U2", "U3"]);
@@ -142,10 +141,9 @@ async fn delete_and_register_topics() {
     let server = TestServer::start().await;
     let mut c = cluster_with_two_brokers(&server).await;
     let del = c
-        .call(
+        .ask(
             request::DELETE_TOPIC_IN_NAMESRV,
             &[("topic", "TopicA"), ("clusterName", "OtherCluster")],
-            None,
         )
         .await;
     assert_eq!(del.code, 0);
@@ -154,62 +152,31 @@ async fn delete_and_register_topics() {
         0,
         "broker-a is not in OtherCluster"
     );
-    c.call(
-        request::DELETE_TOPIC_IN_NAMESRV,
-        &[("topic", "TopicA")],
-        None,
-    )
-    .await;
+    c.ask(request::DELETE_TOPIC_IN_NAMESRV, &[("topic", "TopicA")])
+        .await;
     assert_eq!(
         route(&mut c, "TopicA").await.code,
         response::TOPIC_NOT_EXIST
     );
     let body = br#"{"brokerDatas":[],"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":3,"topicSysFlag":0,"writeQueueNums":3}]}"#;
-    let reg = c
-        .call(
-            request::REGISTER_TOPIC_IN_NAMESRV,
-            &[("topic", "Fresh")],
-            Some(body),
-        )
-        .await;
+    let reg = register_topic(&mut c, "Fresh", body).await;
     assert_eq!(reg.code, 0);
     assert!(body_text(&route(&mut c, "Fresh").await).contains(r#""readQueueNums":3"#));
     let ghost =
         br#"{"queueDatas":[{"brokerName":"ghost","perm":6,"readQueueNums":3,"writeQueueNums":3}]}"#;
-    assert_eq!(
-        c.call(
-            request::REGISTER_TOPIC_IN_NAMESRV,
-            &[("topic", "Ghostly")],
-            Some(ghost)
-        )
-        .await
-        .code,
-        0
-    );
+    assert_eq!(register_topic(&mut c, "Ghostly", ghost).await.code, 0);
     assert_eq!(
         route(&mut c, "Ghostly").await.code,
         response::TOPIC_NOT_EXIST
     );
-    let bad = c
-        .call(
-            request::REGISTER_TOPIC_IN_NAMESRV,
-            &[("topic", "X")],
-            Some(b"{oops"),
-        )
-        .await;
+    let bad = register_topic(&mut c, "X", b"{oops").await;
     assert_eq!(bad.code, response::SYSTEM_ERROR);
     // What fastjson reads as null registers nothing and succeeds; so does a list that
     // breaks off at a null entry for a new topic.
     let invalid_utf8 = b"{\"queueDatas\":[{\"brokerName\":\"broker-a\"}],\"x\":\"\xff\"}";
     let null_entry = br#"{"queueDatas":[{"brokerName":"broker-a","perm":6},null]}"#;
     for body in [&b"null"[..], b"  ", invalid_utf8, null_entry] {
-        let reg = c
-            .call(
-                request::REGISTER_TOPIC_IN_NAMESRV,
-                &[("topic", "Nothing")],
-                Some(body),
-            )
-            .await;
+        let reg = register_topic(&mut c, "Nothing", body).await;
         assert_eq!(reg.code, 0, "{body:?}");
         assert_eq!(
             route(&mut c, "Nothing").await.code,
@@ -217,4 +184,14 @@ async fn delete_and_register_topics() {
             "{body:?}"
         );
     }
+}
+
+/// REGISTER_TOPIC_IN_NAMESRV of `topic` with route-data `body`.
+async fn register_topic(c: &mut TestClient, topic: &str, body: &[u8]) -> RemotingCommand {
+    c.call(
+        request::REGISTER_TOPIC_IN_NAMESRV,
+        &[("topic", topic)],
+        Some(body),
+    )
+    .await
 }

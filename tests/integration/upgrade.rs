@@ -273,11 +273,7 @@ async fn the_script_upgrades_the_running_server_in_place() {
 
     let out = script(dir.path(), &["-c", &conf]);
     let _cleanup = KillOnDrop(pid_file.clone());
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::harness::process::assert_success(&out);
     let old = pid_in(&pid_file);
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let mut broker = TestClient::connect(addr).await;
@@ -313,9 +309,5 @@ async fn the_script_upgrades_the_running_server_in_place() {
         .env("NAMESRV_PID_FILE", &pid_file)
         .output()
         .unwrap();
-    assert!(
-        stop.status.success(),
-        "{}",
-        String::from_utf8_lossy(&stop.stdout)
-    );
+    crate::harness::process::assert_success(&stop);
 }

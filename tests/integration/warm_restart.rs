@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use namesrv::protocol::code::{request, response};
+use namesrv::protocol::code::response;
 
 use crate::harness::spawned::{self, Spawned};
 use crate::harness::{
@@ -32,13 +32,7 @@ async fn register_two(server_addr: std::net::SocketAddr) -> (TestClient, TestCli
     let mut b = TestClient::connect(server_addr).await;
     register(&mut b, "broker-b", "10.0.0.2:10911", "0", 5, &TOPICS[..2]).await;
     // A permission change is part of what is kept.
-    let wiped = a
-        .call(
-            request::WIPE_WRITE_PERM_OF_BROKER,
-            &[("brokerName", "broker-b")],
-            None,
-        )
-        .await;
+    let wiped = crate::harness::wipe_write_perm(&mut a, "broker-b").await;
     assert_eq!(wiped.code, 0);
     (a, b)
 }
@@ -177,11 +171,9 @@ async fn a_damaged_snapshot_is_logged_and_the_server_starts_empty() {
 
 #[tokio::test]
 async fn an_unwritable_snapshot_directory_is_logged_and_survived() {
-    let dir = tempfile::tempdir().unwrap();
     // A regular file where the snapshot's directory should be: no write can succeed, even
     // as root.
-    let blocker = dir.path().join("not-a-dir");
-    std::fs::write(&blocker, "x").unwrap();
+    let (dir, blocker) = crate::harness::temp_file("not-a-dir", "x");
     let extra = format!(
         "routeSnapshotPath={}\nrouteSnapshotIntervalMillis=100",
         blocker.join("routes.snapshot").display()

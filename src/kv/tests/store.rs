@@ -4,6 +4,14 @@
 use crate::durable;
 use crate::kv::*;
 
+/// An empty store in a fresh temporary directory, with the path of its file.
+fn fresh_store() -> (tempfile::TempDir, std::path::PathBuf, KvStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kv.json");
+    let kv = KvStore::open(&path).unwrap();
+    (dir, path, kv)
+}
+
 #[test]
 fn overview_and_namespace_read_in_order_without_the_rest() {
     let dir = tempfile::tempdir().unwrap();
@@ -65,13 +73,10 @@ fn put_get_delete_list_and_reload() {
 
 #[test]
 fn java_files_load_and_odd_shapes_are_tolerated() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("kv.json");
-    std::fs::write(
-        &path,
+    let (_dir, path) = crate::durable::temp_file(
+        "kv.json",
         r#"{"configTable":{"a":{"x":"1","n":2,"z":null},"b":null}}"#,
-    )
-    .unwrap();
+    );
     let kv = KvStore::open(&path).unwrap();
     assert_eq!(kv.get("a", "n").as_deref(), Some("2"));
     assert_eq!(kv.get("a", "z"), None);
@@ -81,9 +86,7 @@ fn java_files_load_and_odd_shapes_are_tolerated() {
 
 #[test]
 fn orders_follow_javas_hash_maps_across_puts_deletes_and_restarts() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("kv.json");
-    let kv = KvStore::open(&path).unwrap();
+    let (_dir, path, kv) = fresh_store();
     // "Aa" and "BB" share a bucket: insertion order, whatever our own maps do.
     kv.put("B", "BB", "1").unwrap();
     kv.put("B", "Aa", "2").unwrap();
@@ -109,9 +112,7 @@ fn orders_follow_javas_hash_maps_across_puts_deletes_and_restarts() {
 
 #[test]
 fn a_damaged_file_falls_back_to_the_backup_or_refuses_to_start() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("kv.json");
-    let kv = KvStore::open(&path).unwrap();
+    let (dir, path, kv) = fresh_store();
     kv.put("ns", "a", "1").unwrap();
     kv.put("ns", "b", "2").unwrap();
     // Truncate the current file: the backup holds the table before the last put.
@@ -201,9 +202,7 @@ fn limits_refuse_large_values_and_growth_past_the_total_but_never_shrinking() {
 
 #[test]
 fn a_lowered_total_keeps_the_loaded_table_and_allows_shrinking() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("kv.json");
-    let kv = KvStore::open(&path).unwrap();
+    let (_dir, path, kv) = fresh_store();
     kv.put("ns", "k", "a long value").unwrap();
     drop(kv);
     let limits = KvLimits {

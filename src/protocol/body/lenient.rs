@@ -88,9 +88,59 @@ pub(crate) fn bool_or_false<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::
     d.deserialize_any(BoolVisitor)
 }
 
-struct StringVisitor;
+/// Which JSON values a lenient string accepts besides strings, integers, booleans and null.
+#[derive(Clone, Copy)]
+pub(crate) enum TextFrom {
+    /// Body fields: a float, object or array is a type error, as serde reports it.
+    Scalars,
+    /// Header properties and ext fields: a float, object or array becomes its JSON text.
+    AnyJson,
+}
 
-impl<'de> Visitor<'de> for StringVisitor {
+/// An optional string read the way fastjson converts values to text; the body readers and the
+/// JSON header share it, differing only in [`TextFrom`].
+#[derive(Clone, Copy)]
+pub(crate) struct LenientText(pub(crate) TextFrom);
+
+/// Makes each named visitor a seed too, reading any JSON value with itself: a header reads
+/// its properties through seeds (`next_value_seed`), and every such seed is its own visitor.
+macro_rules! seed_is_visitor {
+    ($($visitor:ty),+ $(,)?) => {$(
+        impl<'de> serde::de::DeserializeSeed<'de> for $visitor {
+            type Value = <$visitor as serde::de::Visitor<'de>>::Value;
+            fn deserialize<D: serde::Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> Result<Self::Value, D::Error> {
+                d.deserialize_any(self)
+            }
+        }
+    )+};
+}
+pub(crate) use seed_is_visitor;
+
+seed_is_visitor!(LenientText);
+
+impl LenientText {
+    fn any_json(self) -> bool {
+        matches!(self.0, TextFrom::AnyJson)
+    }
+
+    /// An object or array: its JSON text, or the type error serde's default visitor gives.
+    fn json_text<'de, D: Deserializer<'de>>(
+        self,
+        d: D,
+        what: de::Unexpected<'_>,
+    ) -> Result<Option<String>, D::Error> {
+        if !self.any_json() {
+            return Err(de::Error::invalid_type(what, &self));
+        }
+        let value: serde_json::Value = serde::Deserialize::deserialize(d)?;
+        Ok(Some(value.to_string()))
+    }
+}
+
+impl<'de> Visitor<'de> for LenientText {
     type Value = Option<String>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a string")
@@ -107,17 +157,35 @@ impl<'de> Visitor<'de> for StringVisitor {
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
         Ok(Some(v.to_string()))
     }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        if !self.any_json() {
+            return Err(E::invalid_type(de::Unexpected::Float(v), &self));
+        }
+        Ok(Some(v.to_string()))
+    }
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
         Ok(Some(v.to_string()))
     }
     fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
         Ok(None)
     }
+    fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        self.json_text(
+            de::value::MapAccessDeserializer::new(map),
+            de::Unexpected::Map,
+        )
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        self.json_text(
+            de::value::SeqAccessDeserializer::new(seq),
+            de::Unexpected::Seq,
+        )
+    }
 }
 
 /// An optional string; scalars are converted to their text.
 pub(crate) fn opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    d.deserialize_any(StringVisitor)
+    d.deserialize_any(LenientText(TextFrom::Scalars))
 }
 
 /// Fails unless `json` starts (after whitespace) with `{`: serde would otherwise read a JSON

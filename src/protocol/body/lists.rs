@@ -33,21 +33,15 @@ pub(crate) fn cluster_info(brokers: Vec<&BrokerData>, clusters: Vec<(&str, Vec<&
     let mut out = Vec::with_capacity(64 + 200 * brokers.len());
     let mut w = JsonWriter::new(&mut out, JsonStyle::Legacy);
     w.raw(b"{\"brokerAddrTable\":{");
-    for (i, bd) in brokers.into_iter().enumerate() {
-        if i > 0 {
-            w.punct(b',');
-        }
+    w.separated(brokers, |w, bd| {
         w.str_key(&bd.broker_name);
-        bd.write_json(&mut w);
-    }
+        bd.write_json(w);
+    });
     w.raw(b"},\"clusterAddrTable\":{");
-    for (i, (cluster, names)) in clusters.into_iter().enumerate() {
-        if i > 0 {
-            w.punct(b',');
-        }
+    w.separated(clusters, |w, (cluster, names)| {
         w.str_key(cluster);
         w.string_array(names);
-    }
+    });
     w.raw(b"}}");
     out
 }
@@ -63,13 +57,7 @@ pub(crate) fn kv_table<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>
     );
     let mut w = JsonWriter::new(&mut out, JsonStyle::Legacy);
     w.raw(b"{\"table\":{");
-    for (i, (k, v)) in entries.into_iter().enumerate() {
-        if i > 0 {
-            w.punct(b',');
-        }
-        w.str_key(k);
-        w.string(v);
-    }
+    w.string_entries(entries);
     w.raw(b"}}");
     out
 }

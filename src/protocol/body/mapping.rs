@@ -102,25 +102,16 @@ impl MappingInfo {
             // A ConcurrentHashMap<Integer,Integer>: an int's hash is itself.
             sort_by_java_order(&mut entries, Table::Concurrent(16), |(k, _)| *k);
         }
-        for (i, (k, v)) in entries.iter().enumerate() {
-            if i > 0 {
-                w.punct(b',');
-            }
+        w.separated(entries.iter(), |w, (k, v)| {
             w.num_key(*k as i64);
             w.int(*v as i64);
-        }
+        });
         w.raw(b"},\"dirty\":");
         w.bool(self.dirty);
         w.raw(b",\"epoch\":");
         w.int(self.epoch);
-        if let Some(scope) = &self.scope {
-            w.raw(b",\"scope\":");
-            w.string(scope);
-        }
-        if let Some(topic) = &self.topic {
-            w.raw(b",\"topic\":");
-            w.string(topic);
-        }
+        w.opt_string(b",\"scope\":", self.scope.as_deref());
+        w.opt_string(b",\"topic\":", self.topic.as_deref());
         w.raw(b",\"totalQueues\":");
         w.int(self.total_queues as i64);
         w.punct(b'}');

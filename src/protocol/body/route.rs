@@ -87,10 +87,7 @@ impl BrokerData {
         w.string(&self.cluster);
         w.raw(b",\"enableActingMaster\":");
         w.bool(self.enable_acting_master);
-        if let Some(zone) = &self.zone_name {
-            w.raw(b",\"zoneName\":");
-            w.string(zone);
-        }
+        w.opt_string(b",\"zoneName\":", self.zone_name.as_deref());
         w.punct(b'}');
     }
 }
@@ -110,13 +107,10 @@ pub(crate) fn write_addrs(w: &mut JsonWriter<'_>, addrs: &BTreeMap<i64, Name>) {
         JsonStyle::Standard => addrs.iter().map(|(k, v)| (*k, v)).collect(),
     };
     w.punct(b'{');
-    for (i, (id, addr)) in entries.into_iter().enumerate() {
-        if i > 0 {
-            w.punct(b',');
-        }
+    w.separated(entries, |w, (id, addr)| {
         w.num_key(id);
         w.string(addr);
-    }
+    });
     w.punct(b'}');
 }
 
@@ -142,12 +136,9 @@ impl TopicRouteData<'_> {
         let mut out = Vec::with_capacity(64 + 240 * self.broker_datas.len());
         let mut w = JsonWriter::new(&mut out, style);
         w.raw(b"{\"brokerDatas\":[");
-        for (i, bd) in self.broker_datas.iter().enumerate() {
-            if i > 0 {
-                w.punct(b',');
-            }
-            bd.write_json(&mut w);
-        }
+        w.separated(self.broker_datas.iter(), |w, bd| {
+            bd.write_json(w);
+        });
         w.raw(b"],\"filterServerTable\":{");
         let mut filters: Vec<_> = self
             .filter_server_table
@@ -155,37 +146,25 @@ impl TopicRouteData<'_> {
             .filter_map(|(addr, list)| list.map(|l| (&**addr, l)))
             .collect();
         sort_map_entries(&mut filters, style, |(k, _)| k);
-        for (i, (addr, list)) in filters.into_iter().enumerate() {
-            if i > 0 {
-                w.punct(b',');
-            }
+        w.separated(filters, |w, (addr, list)| {
             w.str_key(addr);
             w.string_array(list.iter().map(String::as_str));
-        }
+        });
         w.punct(b'}');
-        if let Some(conf) = self.order_topic_conf {
-            w.raw(b",\"orderTopicConf\":");
-            w.string(conf);
-        }
+        w.opt_string(b",\"orderTopicConf\":", self.order_topic_conf);
         w.raw(b",\"queueDatas\":[");
-        for (i, qd) in self.queue_datas.iter().enumerate() {
-            if i > 0 {
-                w.punct(b',');
-            }
-            qd.write_json(&mut w);
-        }
+        w.separated(self.queue_datas.iter(), |w, qd| {
+            qd.write_json(w);
+        });
         w.punct(b']');
         if let Some(mappings) = &self.mappings {
             w.raw(b",\"topicQueueMappingByBroker\":{");
             let mut entries = mappings.clone();
             sort_map_entries(&mut entries, style, |(k, _)| k);
-            for (i, (bname, info)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    w.punct(b',');
-                }
+            w.separated(entries, |w, (bname, info)| {
                 w.str_key(bname);
-                info.write_json(&mut w);
-            }
+                info.write_json(w);
+            });
             w.punct(b'}');
         }
         w.punct(b'}');

@@ -11,11 +11,7 @@ const MIN: Duration = Duration::from_secs(60);
 const TIMEOUT: Duration = Duration::from_secs(120);
 
 fn on() -> Policy {
-    let env = Env {
-        home: "/tmp".into(),
-        rocketmq_home: None,
-    };
-    Policy::from_settings(&Settings::defaults(&env))
+    Policy::from_settings(&Settings::defaults(&Env::for_tests()))
 }
 
 /// Brokers `0..n`, heard `ago` seconds before `now`, 120 s timeouts.
@@ -34,6 +30,11 @@ fn heard(now: Instant, ago: &[u64]) -> Vec<(usize, Heard)> {
             )
         })
         .collect()
+}
+
+/// The default policy's decision at `now` about brokers heard `ago` seconds before.
+fn decide_on(now: Instant, ago: &[u64]) -> Decision<usize> {
+    decide(&on(), now, heard(now, ago))
 }
 
 #[test]
@@ -108,7 +109,7 @@ fn due_silent_and_overdue_are_strictly_after_their_deadlines() {
 #[test]
 fn a_whole_cluster_silent_at_once_is_held() {
     let now = Instant::now() + 60 * MIN;
-    let d = decide(&on(), now, heard(now, &[130; 10]));
+    let d = decide_on(now, &[130; 10]);
     assert!(d.protecting);
     assert!(d.evict.is_empty());
     assert_eq!(d.hold, (0..10).collect::<Vec<_>>());
@@ -118,11 +119,7 @@ fn a_whole_cluster_silent_at_once_is_held() {
 #[test]
 fn a_few_silent_brokers_are_evicted_as_java_evicts_them() {
     let now = Instant::now() + 60 * MIN;
-    let d = decide(
-        &on(),
-        now,
-        heard(now, &[5, 130, 10, 20, 125, 1, 2, 3, 4, 5]),
-    );
+    let d = decide_on(now, &[5, 130, 10, 20, 125, 1, 2, 3, 4, 5]);
     assert!(!d.protecting);
     assert_eq!(d.evict, vec![1, 4]);
     assert!(d.hold.is_empty());
@@ -134,11 +131,7 @@ fn brokers_halfway_to_their_timeout_count_towards_a_mass_expiry() {
     // past their timeout at this scan; the other seven are late. Counting only the due
     // ones (3 of 10) would evict them, and the next scans the rest.
     let now = Instant::now() + 60 * MIN;
-    let d = decide(
-        &on(),
-        now,
-        heard(now, &[125, 123, 121, 118, 110, 105, 100, 97, 95, 92]),
-    );
+    let d = decide_on(now, &[125, 123, 121, 118, 110, 105, 100, 97, 95, 92]);
     assert!(d.protecting);
     assert_eq!(d.hold, vec![0, 1, 2]);
     assert!(d.evict.is_empty());
@@ -147,7 +140,7 @@ fn brokers_halfway_to_their_timeout_count_towards_a_mass_expiry() {
 #[test]
 fn overdue_brokers_go_even_while_the_rest_are_held() {
     let now = Instant::now() + 60 * MIN;
-    let d = decide(&on(), now, heard(now, &[721, 720, 300, 130, 130]));
+    let d = decide_on(now, &[721, 720, 300, 130, 130]);
     assert!(d.protecting);
     assert_eq!(d.evict, vec![0]);
     assert_eq!(d.hold, vec![1, 2, 3, 4]);
@@ -199,7 +192,7 @@ fn protection_off_or_a_small_cluster_is_java() {
     let d = decide(&Policy::OFF, now, heard(now, &[130; 10]));
     assert!(!d.protecting);
     assert_eq!(d.evict.len(), 10);
-    let d = decide(&on(), now, heard(now, &[130, 130]));
+    let d = decide_on(now, &[130, 130]);
     assert!(!d.protecting);
     assert_eq!(d.evict, vec![0, 1]);
 }
@@ -207,7 +200,7 @@ fn protection_off_or_a_small_cluster_is_java() {
 #[test]
 fn nothing_due_means_nothing_to_protect() {
     let now = Instant::now() + 60 * MIN;
-    let d = decide(&on(), now, heard(now, &[100; 10]));
+    let d = decide_on(now, &[100; 10]);
     assert!(!d.protecting && d.evict.is_empty() && d.hold.is_empty());
     assert_eq!(d.silent.len(), 10);
     let d = decide(&on(), now, Vec::<(usize, Heard)>::new());

@@ -382,6 +382,30 @@ pub(crate) mod testing {
         }
     }
 
+    /// Registers `name` at `addr` (broker id `id`, connection `conn`) with `topics` in a
+    /// body of data version 1: the registration most tests start from.
+    pub fn register_topics(
+        t: &mut RouteTable,
+        (name, addr, id, conn): (&str, &str, i64, u64),
+        topics: &[&str],
+        now: Instant,
+    ) -> RegisterOutcome {
+        register(t, &reg(name, addr, id, conn), &body(1, topics), now)
+    }
+
+    /// [`register_topics`] in `cluster` instead of `DefaultCluster`.
+    pub fn register_topics_in(
+        t: &mut RouteTable,
+        cluster: &str,
+        (name, addr, id, conn): (&str, &str, i64, u64),
+        topics: &[&str],
+        now: Instant,
+    ) -> RegisterOutcome {
+        let mut r = reg(name, addr, id, conn);
+        r.cluster = cluster;
+        register(t, &r, &body(1, topics), now)
+    }
+
     /// Registers the tests' usual broker: `broker-a`, master at `a:1` on connection 1.
     pub(crate) fn register_broker_a(
         t: &mut RouteTable,

@@ -152,9 +152,7 @@ mod tests {
         let mut t = RouteTable::new();
         let now = Instant::now();
         register_broker_a(&mut t, &body(1, &["A", "B"]), now);
-        let mut other = reg("broker-b", "b:1", 0, 2);
-        other.cluster = "Other";
-        register(&mut t, &other, &body(1, &["A", "B"]), now);
+        register_topics_in(&mut t, "Other", ("broker-b", "b:1", 0, 2), &["A", "B"], now);
         t.delete_topic("A", Some("Other"));
         assert_eq!(t.topic("A").unwrap().queues.len(), 1);
         t.delete_topic("A", Some("Unknown"));

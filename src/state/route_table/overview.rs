@@ -223,24 +223,9 @@ mod tests {
     fn counts_and_the_cluster_view_follow_registrations() {
         let mut t = RouteTable::new();
         let start = Instant::now();
-        register(
-            &mut t,
-            &reg("broker-b", "b:1", 0, 1),
-            &body(1, &["A", "B"]),
-            start,
-        );
-        register(
-            &mut t,
-            &reg("broker-a", "a:1", 0, 2),
-            &body(1, &["A", "C"]),
-            start,
-        );
-        register(
-            &mut t,
-            &reg("broker-a", "a:2", 1, 3),
-            &body(1, &["A", "C"]),
-            start,
-        );
+        register_topics(&mut t, ("broker-b", "b:1", 0, 1), &["A", "B"], start);
+        register_topics(&mut t, ("broker-a", "a:1", 0, 2), &["A", "C"], start);
+        register_topics(&mut t, ("broker-a", "a:2", 1, 3), &["A", "C"], start);
         t.wipe_write_perm("broker-b");
         let counts = t.counts();
         assert_eq!(counts.topics, 3);

@@ -212,12 +212,7 @@ mod tests {
         let mut t = RouteTable::new();
         let now = Instant::now();
         register_broker_a(&mut t, &body(1, &["A", "B"]), now);
-        register(
-            &mut t,
-            &reg("broker-b", "b:1", 0, 2),
-            &body(1, &["B", "C"]),
-            now,
-        );
+        register_topics(&mut t, ("broker-b", "b:1", 0, 2), &["B", "C"], now);
         t.unregister(&[unreg("broker-a", "a:1", 0)]);
         assert!(t.broker("broker-a").is_none());
         assert!(t.topic("A").is_none());
@@ -248,12 +243,7 @@ mod tests {
         // Without acting master, the slave's topics keep their permission.
         let mut plain = RouteTable::new();
         register_broker_a(&mut plain, &body(1, &["A", "B"]), now);
-        register(
-            &mut plain,
-            &reg("broker-a", "a:2", 1, 2),
-            &body(1, &["A", "B"]),
-            now,
-        );
+        register_topics(&mut plain, ("broker-a", "a:2", 1, 2), &["A", "B"], now);
         plain.unregister(&[unreg("broker-a", "a:1", 0)]);
         assert_eq!(
             plain
@@ -273,12 +263,7 @@ mod tests {
         let now = Instant::now();
         register_broker_a(&mut t, &body(1, &["A", "B"]), now);
         // The broker reconnects and re-registers on connection 2 before 1's close is seen.
-        register(
-            &mut t,
-            &reg("broker-a", "a:1", 0, 2),
-            &body(1, &["A", "B"]),
-            now,
-        );
+        register_topics(&mut t, ("broker-a", "a:1", 0, 2), &["A", "B"], now);
         assert!(t.connection_closed(ConnId(1)).is_empty());
         assert!(t.topic("A").is_some());
         assert_eq!(t.connection_closed(ConnId(2)).len(), 1);
@@ -312,9 +297,13 @@ mod tests {
         register_broker_a(&mut t, &body(1, &["A", "B"]), start);
         // The same group re-registers under another cluster: its live key is (Other, a:1)
         // but the group still says DefaultCluster.
-        let mut other = reg("broker-a", "a:1", 0, 1);
-        other.cluster = "Other";
-        register(&mut t, &other, &body(1, &["A", "B"]), start);
+        register_topics_in(
+            &mut t,
+            "Other",
+            ("broker-a", "a:1", 0, 1),
+            &["A", "B"],
+            start,
+        );
         t.unregister(&[unreg("broker-a", "a:1", 0)]);
         assert!(t.live("Other", "a:1").is_some());
         assert_eq!(t.expire(start + Duration::from_secs(121)).len(), 1);

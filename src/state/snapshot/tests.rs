@@ -255,9 +255,7 @@ fn the_change_stamp_follows_heartbeats_and_edits() {
 
 #[tokio::test]
 async fn a_file_that_is_not_a_snapshot_is_moved_aside_never_overwritten() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("routes.snapshot");
-    std::fs::write(&path, "precious operator data").unwrap();
+    let (dir, path) = crate::durable::temp_file("routes.snapshot", "precious operator data");
     assert_eq!(state(dir.path()).restore_routes(&path), Restored::Ignored);
     let now = Instant::now();
     let parts = table(now).to_parts(now);

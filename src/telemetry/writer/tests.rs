@@ -39,6 +39,17 @@ fn one_line_writes_each_event_as_one_line() {
 /// The clock of one test (tests run in parallel: each has its own).
 static NOW: AtomicU64 = AtomicU64::new(0);
 
+/// Cap options: at most `max` bytes a file, periods of `period` seconds, `already` written,
+/// notes in JSON when `json`.
+fn cap(max: u64, period: u64, already: u64, json: bool) -> CapOptions {
+    CapOptions {
+        max,
+        period,
+        already,
+        json,
+    }
+}
+
 fn test_clock() -> u64 {
     NOW.load(Ordering::Relaxed)
 }
@@ -50,12 +61,7 @@ fn epoch() -> u64 {
 #[test]
 fn capped_files_stop_at_the_cap_and_say_so_in_the_next_period() {
     NOW.store(86_400 * 20_000 + 10, Ordering::Relaxed);
-    let opts = CapOptions {
-        max: 1000,
-        period: 86_400,
-        already: 100,
-        json: false,
-    };
+    let opts = cap(1000, 86_400, 100, false);
     let mut w = Capped::new(Vec::new(), opts, test_clock);
     let line = [b'x'; 99];
     for _ in 0..1000 {
@@ -88,12 +94,7 @@ fn capped_files_stop_at_the_cap_and_say_so_in_the_next_period() {
 
 #[test]
 fn capped_notes_are_json_lines_in_json_format() {
-    let opts = CapOptions {
-        max: 16,
-        period: 3600,
-        already: 0,
-        json: true,
-    };
+    let opts = cap(16, 3600, 0, true);
     let mut w = Capped::new(Vec::new(), opts, epoch);
     w.write_all(&[b'y'; 40]).unwrap();
     let text = String::from_utf8(w.inner).unwrap();

@@ -135,6 +135,11 @@ impl TestClient {
         cmd
     }
 
+    /// Sends a request without a body and waits for its response.
+    pub async fn ask(&mut self, code: i32, ext: &[(&str, &str)]) -> RemotingCommand {
+        self.call(code, ext, None).await
+    }
+
     /// Sends a request and waits for its response.
     pub async fn call(
         &mut self,

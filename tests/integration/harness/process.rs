@@ -104,6 +104,17 @@ pub fn run(mut cmd: Command) -> Output {
     }
 }
 
+/// Asserts that the process behind `out` exited successfully, showing its output if not.
+pub fn assert_success(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{}: {}{}",
+        out.status,
+        stderr(out),
+        stdout(out)
+    );
+}
+
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }

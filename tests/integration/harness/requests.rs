@@ -178,13 +178,24 @@ pub async fn delete_kv(client: &mut TestClient, namespace: &str, key: &str) -> R
     client.call(request::DELETE_KV_CONFIG, &ext, None).await
 }
 
+/// GET_KVLIST_BY_NAMESPACE of `namespace`.
+pub async fn kv_list(client: &mut TestClient, namespace: &str) -> RemotingCommand {
+    let ext = [("namespace", namespace)];
+    client
+        .call(request::GET_KVLIST_BY_NAMESPACE, &ext, None)
+        .await
+}
+
+/// WIPE_WRITE_PERM_OF_BROKER of `broker_name`.
+pub async fn wipe_write_perm(client: &mut TestClient, broker_name: &str) -> RemotingCommand {
+    let ext = [("brokerName", broker_name)];
+    client
+        .call(request::WIPE_WRITE_PERM_OF_BROKER, &ext, None)
+        .await
+}
+
 /// UPDATE_NAMESRV_CONFIG with `properties` as the body.
 pub async fn update_config(client: &mut TestClient, properties: &str) -> RemotingCommand {
-    client
-        .call(
-            request::UPDATE_NAMESRV_CONFIG,
-            &[],
-            Some(properties.as_bytes()),
-        )
-        .await
+    let body = Some(properties.as_bytes());
+    client.call(request::UPDATE_NAMESRV_CONFIG, &[], body).await
 }

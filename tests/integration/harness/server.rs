@@ -92,6 +92,13 @@ impl TestServer {
         .await
     }
 
+    /// A server configured by `text` and one client connected to it: how most tests begin.
+    pub async fn with_client(text: &str) -> (TestServer, TestClient) {
+        let server = Self::with_properties(text).await;
+        let client = server.client().await;
+        (server, client)
+    }
+
     pub async fn start_with(opts: Options) -> TestServer {
         let dir = tempfile::tempdir().unwrap();
         Self::start_in(dir, opts).await

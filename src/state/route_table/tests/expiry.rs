@@ -61,6 +61,13 @@ fn heartbeat(t: &mut RouteTable, b: usize, now: Instant) {
     assert!(t.touch_broker(cluster(b), &addr(b), now));
 }
 
+/// Heartbeats of brokers `range` at `now`.
+fn heartbeats(t: &mut RouteTable, range: std::ops::Range<usize>, now: Instant) {
+    for b in range {
+        heartbeat(t, b, now);
+    }
+}
+
 fn serves(t: &RouteTable, b: usize) -> bool {
     t.topic(&topic(b)).is_some() && t.live(cluster(b), &addr(b)).is_some()
 }
@@ -86,9 +93,7 @@ fn ten_brokers_silent_past_their_timeout_are_held_and_served() {
 fn two_of_ten_silent_are_evicted_normally() {
     let start = Instant::now();
     let mut t = cluster_of(10, start);
-    for b in 2..10 {
-        heartbeat(&mut t, b, start + 100 * SEC);
-    }
+    heartbeats(&mut t, 2..10, start + 100 * SEC);
     let gone = t.scan(start + 121 * SEC, &on());
     let mut gone: Vec<(String, ConnId)> = gone
         .into_iter()
@@ -105,9 +110,7 @@ fn when_eight_return_the_two_still_silent_are_evicted() {
     let start = Instant::now();
     let mut t = cluster_of(10, start);
     assert!(t.scan(start + 121 * SEC, &on()).is_empty());
-    for b in 2..10 {
-        heartbeat(&mut t, b, start + 125 * SEC);
-    }
+    heartbeats(&mut t, 2..10, start + 125 * SEC);
     // Returned brokers are no longer held, even before the next scan.
     assert_eq!(t.protection_status().held, 2);
     let gone = t.scan(start + 131 * SEC, &on());
@@ -185,9 +188,7 @@ fn a_small_cluster_is_never_held() {
 fn an_idle_connection_unregisters_at_once_unless_the_cluster_is_silent() {
     let start = Instant::now();
     let mut t = cluster_of(10, start);
-    for b in 1..10 {
-        heartbeat(&mut t, b, start + 100 * SEC);
-    }
+    heartbeats(&mut t, 1..10, start + 100 * SEC);
     // One broker went quiet: its idle connection removes it, as in Java.
     assert_eq!(
         t.connection_idled_out(ConnId(0), start + 120 * SEC, &on())
@@ -222,9 +223,7 @@ fn a_heartbeat_after_an_idle_hold_makes_the_broker_healthy_again() {
     assert!(t.connection_idled_out(ConnId(0), now, &on()).is_empty());
     assert!(t.live(cluster(0), &addr(0)).unwrap().idled_out);
     heartbeat(&mut t, 0, now + SEC);
-    for b in 1..4 {
-        heartbeat(&mut t, b, now + SEC);
-    }
+    heartbeats(&mut t, 1..4, now + SEC);
     assert!(t.scan(now + 2 * SEC, &on()).is_empty());
     assert!(serves(&t, 0));
 }
@@ -264,9 +263,7 @@ fn a_hold_is_announced_once_naming_the_count_and_the_clusters() {
     );
     assert_eq!(t.protection_status().holds, 1);
     // After it ends, the next mass silence is a new hold.
-    for b in 0..10 {
-        heartbeat(&mut t, b, start + 302 * SEC);
-    }
+    heartbeats(&mut t, 0..10, start + 302 * SEC);
     assert!(t.scan(start + 303 * SEC, &on()).is_empty());
     assert_eq!(t.protection_status().since, None);
     assert!(t.scan(start + 500 * SEC, &on()).is_empty());

@@ -13,20 +13,26 @@ fn route(t: &RouteTable, q: &RouteQuery<'_>) -> Option<String> {
     t.route(q).map(|b| String::from_utf8(b.to_vec()).unwrap())
 }
 
+/// Asserts that the route `q` finds contains `part`.
+fn assert_route_has(t: &RouteTable, q: &RouteQuery<'_>, part: &str) {
+    let route = route(t, q).expect("a route");
+    assert!(route.contains(part), "{part} not in {route}");
+}
+
 #[test]
 fn routes_match_the_java_capture_and_are_cached() {
     let mut t = RouteTable::new();
     let now = Instant::now();
-    register(
+    register_topics(
         &mut t,
-        &reg("broker-a", "127.0.0.1:10911", 0, 1),
-        &body(1, &["TopicA", "TopicB"]),
+        ("broker-a", "127.0.0.1:10911", 0, 1),
+        &["TopicA", "TopicB"],
         now,
     );
-    register(
+    register_topics(
         &mut t,
-        &reg("broker-a", "127.0.0.1:10921", 1, 2),
-        &body(1, &["TopicA", "TopicB"]),
+        ("broker-a", "127.0.0.1:10921", 1, 2),
+        &["TopicA", "TopicB"],
         now,
     );
     let expected = r#"{"brokerDatas":[{"brokerAddrs":{"0":"127.0.0.1:10911","1":"127.0.0.1:10921"},"brokerName":"broker-a","cluster":"DefaultCluster","enableActingMaster":false}],"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]}"#;
@@ -43,11 +49,11 @@ fn routes_match_the_java_capture_and_are_cached() {
 fn a_write_permission_change_is_visible_at_once() {
     let mut t = RouteTable::new();
     register_broker_a(&mut t, &body(1, &["A", "B"]), Instant::now());
-    assert!(route(&t, &query("A")).unwrap().contains(r#""perm":6"#));
+    assert_route_has(&t, &query("A"), r#""perm":6"#);
     t.wipe_write_perm("broker-a");
-    assert!(route(&t, &query("A")).unwrap().contains(r#""perm":4"#));
+    assert_route_has(&t, &query("A"), r#""perm":4"#);
     t.add_write_perm("broker-a");
-    assert!(route(&t, &query("A")).unwrap().contains(r#""perm":6"#));
+    assert_route_has(&t, &query("A"), r#""perm":6"#);
 }
 
 #[test]
@@ -72,11 +78,7 @@ fn order_conf_and_external_epoch() {
     let mut q = query("A");
     q.order_topic_conf = &conf;
     q.external_epoch = 1;
-    assert!(
-        route(&t, &q)
-            .unwrap()
-            .contains(r#""orderTopicConf":"broker-a:4""#)
-    );
+    assert_route_has(&t, &q, r#""orderTopicConf":"broker-a:4""#);
     let mut q = query("A");
     q.external_epoch = 2;
     assert!(!route(&t, &q).unwrap().contains("orderTopicConf"));
@@ -88,16 +90,8 @@ fn legacy_style_quotes_nothing() {
     register_broker_a(&mut t, &body(1, &["A", "B"]), Instant::now());
     let mut q = query("A");
     q.style = JsonStyle::Legacy;
-    assert!(
-        route(&t, &q)
-            .unwrap()
-            .contains(r#""brokerAddrs":{0:"a:1"}"#)
-    );
-    assert!(
-        route(&t, &query("A"))
-            .unwrap()
-            .contains(r#""brokerAddrs":{"0":"a:1"}"#)
-    );
+    assert_route_has(&t, &q, r#""brokerAddrs":{0:"a:1"}"#);
+    assert_route_has(&t, &query("A"), r#""brokerAddrs":{"0":"a:1"}"#);
 }
 
 #[test]
@@ -107,18 +101,10 @@ fn acting_master_is_presented_for_read_only_groups_without_master() {
     s.enable_acting_master = Some(true);
     register(&mut t, &s, &body(1, &["A", "B"]), Instant::now());
     let mut q = query("A");
-    assert!(
-        route(&t, &q)
-            .unwrap()
-            .contains(r#""brokerAddrs":{"1":"a:2"}"#)
-    );
+    assert_route_has(&t, &q, r#""brokerAddrs":{"1":"a:2"}"#);
     q.support_acting_master = true;
     q.external_epoch = 1;
-    assert!(
-        route(&t, &q)
-            .unwrap()
-            .contains(r#""brokerAddrs":{"0":"a:2"}"#)
-    );
+    assert_route_has(&t, &q, r#""brokerAddrs":{"0":"a:2"}"#);
     let mut sync = query("rmq_sys_SYNC_BROKER_MEMBER_broker-a");
     sync.support_acting_master = true;
     register(
@@ -127,11 +113,7 @@ fn acting_master_is_presented_for_read_only_groups_without_master() {
         &body(2, &["rmq_sys_SYNC_BROKER_MEMBER_broker-a", "B"]),
         Instant::now(),
     );
-    assert!(
-        route(&t, &sync)
-            .unwrap()
-            .contains(r#""brokerAddrs":{"1":"a:2"}"#)
-    );
+    assert_route_has(&t, &sync, r#""brokerAddrs":{"1":"a:2"}"#);
 }
 
 #[test]
@@ -163,18 +145,10 @@ fn a_zone_change_is_visible_in_cached_routes() {
     let mut a = reg("broker-a", "a:1", 0, 1);
     a.zone_name = Some("z1");
     register(&mut t, &a, &body(1, &["A", "B"]), Instant::now());
-    assert!(
-        route(&t, &query("A"))
-            .unwrap()
-            .contains(r#""zoneName":"z1""#)
-    );
+    assert_route_has(&t, &query("A"), r#""zoneName":"z1""#);
     a.zone_name = Some("z2");
     register(&mut t, &a, &body(1, &["A", "B"]), Instant::now());
-    assert!(
-        route(&t, &query("A"))
-            .unwrap()
-            .contains(r#""zoneName":"z2""#)
-    );
+    assert_route_has(&t, &query("A"), r#""zoneName":"z2""#);
 }
 
 #[test]
@@ -190,9 +164,7 @@ fn lists() {
         ),
         now,
     );
-    let mut other = reg("broker-b", "b:1", 0, 2);
-    other.cluster = "Other";
-    register(&mut t, &other, &body(1, &["D", "E"]), now);
+    register_topics_in(&mut t, "Other", ("broker-b", "b:1", 0, 2), &["D", "E"], now);
     let sorted = |mut v: Vec<Name>| {
         v.sort();
         v.iter().map(|n| n.to_string()).collect::<Vec<_>>()
@@ -249,18 +221,8 @@ fn same_bucket_entries_list_in_the_order_they_entered_javas_tables() {
 fn the_system_topic_list_address_is_the_first_id_in_java_hash_order() {
     let now = Instant::now();
     let mut t = RouteTable::new();
-    register(
-        &mut t,
-        &reg("broker-a", "a:1", 1, 1),
-        &body(1, &["A", "B"]),
-        now,
-    );
-    register(
-        &mut t,
-        &reg("broker-a", "a:16", 16, 2),
-        &body(1, &["A", "B"]),
-        now,
-    );
+    register_topics(&mut t, ("broker-a", "a:1", 1, 1), &["A", "B"], now);
+    register_topics(&mut t, ("broker-a", "a:16", 16, 2), &["A", "B"], now);
     // Id 16 is in bucket 0 of Java's HashMap<Long, String>, ahead of id 1.
     assert_eq!(t.system_topics().1.as_deref(), Some("a:16"));
 }
