@@ -32,6 +32,7 @@ mod kv_limits;
 mod listeners;
 mod logs;
 mod nsadmin;
+mod nsadmin_diff;
 mod outbound;
 mod peers;
 mod protection;

@@ -1,6 +1,6 @@
 //! The built `nsadmin` binary against our server: mqadmin's outputs byte for byte, writes
-//! that reach every name server, exit codes and stderr lines, signing, and `diff` over three
-//! servers that disagree.
+//! that reach every name server, exit codes and stderr lines, signing (`diff` is in
+//! `nsadmin_diff`).
 //!
 //! Each run gets a clean environment (no `NAMESRV_ADDR`, `ROCKETMQ_HOME`, …) unless a test
 //! sets one, and runs on a blocking thread so the in-process servers keep answering.
@@ -16,16 +16,16 @@ use namesrv::protocol::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::harness::{TestClient, TestServer, get_kv, register, register_master, route};
+use crate::harness::{TestClient, TestServer, get_kv, register_master, route};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nsadmin");
 
 /// What one run printed and returned.
 #[derive(Debug)]
-struct Run {
-    out: String,
-    err: String,
-    code: i32,
+pub(crate) struct Run {
+    pub(crate) out: String,
+    pub(crate) err: String,
+    pub(crate) code: i32,
 }
 
 /// Runs `nsadmin` with `line` split at spaces (an argument with spaces needs [`nsadmin_argv`]).
@@ -58,7 +58,7 @@ async fn nsadmin_argv(args: &[&str], envs: &[(&str, &str)]) -> Run {
     }
 }
 
-async fn nsadmin(line: &str) -> Run {
+pub(crate) async fn nsadmin(line: &str) -> Run {
     nsadmin_env(line, &[]).await
 }
 
@@ -69,7 +69,7 @@ async fn prints(line: &str, out: &str) {
 }
 
 /// A loopback address where nothing listens.
-fn dead_addr() -> String {
+pub(crate) fn dead_addr() -> String {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     drop(l);
@@ -552,210 +552,6 @@ async fn requests_are_signed_from_tools_yml_or_an_explicit_file() {
     let (addr, seen) = recording_server().await;
     nsadmin(&format!("getNamesrvConfig -n {}", addr)).await;
     assert!(seen.await.unwrap()[0].ext(signature::ACCESS_KEY).is_none());
-}
-
-/// Puts a KV entry on one server.
-async fn put_kv(server: &TestServer, ns: &str, key: &str, value: &str) {
-    let mut c = server.client().await;
-    let resp = crate::harness::put_kv(&mut c, ns, key, value).await;
-    assert_eq!(resp.code, response::SUCCESS);
-}
-
-/// Config keys that differ between test servers only because each has its own directory.
-const PER_NODE_KEYS: &str = "kvConfigPath,configStorePath,rocketmqHome";
-
-/// `n` servers, each with broker-a (TopicA, TopicB; data-version counter `counter`) and one
-/// KV entry `(namespace, key, value)`; the broker connections keep the registrations alive.
-async fn nodes_with_broker_a(
-    n: usize,
-    counter: i64,
-    (ns, key, value): (&str, &str, &str),
-) -> (Vec<TestServer>, Vec<TestClient>) {
-    let mut servers = Vec::new();
-    let mut brokers = Vec::new();
-    for _ in 0..n {
-        let s = TestServer::start().await;
-        let mut broker = s.client().await;
-        let topics = ["TopicA", "TopicB"];
-        register(
-            &mut broker,
-            "broker-a",
-            "127.0.0.1:1",
-            "0",
-            counter,
-            &topics,
-        )
-        .await;
-        put_kv(&s, ns, key, value).await;
-        servers.push(s);
-        brokers.push(broker);
-    }
-    (servers, brokers)
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn diff_names_the_nodes_that_differ() {
-    let (servers, mut brokers) =
-        nodes_with_broker_a(3, 1, ("ORDER_TOPIC_CONFIG", "TopicA", "broker-a:8")).await;
-    let [a, b, c] = &servers[..] else {
-        unreachable!()
-    };
-    // broker-b's registration reached a and b only.
-    for s in [a, b] {
-        let mut broker = s.client().await;
-        register_master(
-            &mut broker,
-            "broker-b",
-            "127.0.0.1:2",
-            &["TopicA", "TopicC"],
-        )
-        .await;
-        brokers.push(broker);
-    }
-    // b holds another KV value; a had broker-a's write permission wiped.
-    put_kv(b, "ORDER_TOPIC_CONFIG", "TopicA", "broker-a:4").await;
-    let r = nsadmin(&format!("wipeWritePerm -n {} -b broker-a", a.addr)).await;
-    assert_eq!(r.code, 0, "{r:?}");
-
-    let list = format!("{};{};{}", a.addr, b.addr, c.addr);
-    let args = format!("diff -n {list} -s ORDER_TOPIC_CONFIG --ignoreConfig {PER_NODE_KEYS}");
-    let r = nsadmin(&args).await;
-    assert_eq!(r.code, 1, "{}{}", r.out, r.err);
-    assert_eq!(r.err, "");
-    let (a, b, c) = (a.addr, b.addr, c.addr);
-    let expected = format!(
-        "name servers: {a}, {b}, {c}
-
-clusters: 1 differ
-  DefaultCluster
-    {a}, {b}: broker-a, broker-b
-    {c}: broker-a
-
-brokers: 1 differ
-  broker-b
-    {a}, {b}: cluster DefaultCluster, {{0=127.0.0.1:2}}
-    {c}: (absent)
-
-routes: 3 differ
-  TopicA
-    {a}: broker-a r4 w4 perm 4 (R--); broker-b r4 w4 perm 6 (RW-)
-    {b}: broker-a r4 w4 perm 6 (RW-); broker-b r4 w4 perm 6 (RW-)
-    {c}: broker-a r4 w4 perm 6 (RW-)
-  TopicB
-    {a}: broker-a r4 w4 perm 4 (R--)
-    {b}, {c}: broker-a r4 w4 perm 6 (RW-)
-  TopicC
-    {a}, {b}: broker-b r4 w4 perm 6 (RW-)
-    {c}: (absent)
-
-kv ORDER_TOPIC_CONFIG: 1 differ
-  TopicA
-    {a}, {c}: broker-a:8
-    {b}: broker-a:4
-"
-    );
-    assert!(r.out.starts_with(&expected), "{}", r.out);
-    let summary = r.out.lines().last().unwrap();
-    assert!(summary.starts_with("differ: 6 of "), "{summary}");
-
-    let r = nsadmin(&format!(
-        "diff -n {} -s ORDER_TOPIC_CONFIG --ignoreConfig {} --json",
-        list, PER_NODE_KEYS
-    ))
-    .await;
-    let v: serde_json::Value = serde_json::from_str(&r.out).unwrap();
-    assert_eq!(v["agree"], false);
-    assert_eq!(v["differences"].as_array().unwrap().len(), 6);
-    assert_eq!(v["differences"][1]["kind"], "brokers");
-    assert_eq!(
-        v["differences"][1]["values"][1]["value"],
-        serde_json::Value::Null
-    );
-
-    // -t narrows the routes compared.
-    let r = nsadmin(&format!(
-        "diff -n {} -t TopicC --ignoreConfig {}",
-        list, PER_NODE_KEYS
-    ))
-    .await;
-    assert_eq!(r.code, 1);
-    assert!(!r.out.contains("TopicB"), "{}", r.out);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn diff_exit_codes_agree_and_unreachable() {
-    let (servers, _brokers) = nodes_with_broker_a(2, 7, ("NS", "k", "v")).await;
-    let list = format!("{};{}", servers[0].addr, servers[1].addr);
-    let r = nsadmin(&format!(
-        "diff -n {} -s NS --ignoreConfig {} --dataVersion",
-        list, PER_NODE_KEYS
-    ))
-    .await;
-    assert_eq!((r.code, r.err.as_str()), (0, ""), "{}", r.out);
-    assert!(
-        r.out.contains(
-            "\nagree (clusters 1, brokers 1, data versions 1, routes 2, kv NS 1, config "
-        ),
-        "{}",
-        r.out
-    );
-
-    // Without --ignoreConfig the per-node paths differ.
-    let r = nsadmin(&format!("diff -n {}", list)).await;
-    assert_eq!(r.code, 1, "{}", r.out);
-    assert!(r.out.contains("\nconfig: "), "{}", r.out);
-
-    let dead = dead_addr();
-    let r = nsadmin(&format!(
-        "diff -n {list};{dead} --ignoreConfig {PER_NODE_KEYS}"
-    ))
-    .await;
-    assert_eq!(r.code, 2, "{r:?}");
-    assert!(
-        r.out.contains(&format!(
-            "not compared on {dead}: clusters, brokers, routes, config"
-        )),
-        "{r:?}"
-    );
-    assert!(
-        r.err.starts_with(&format!(
-            "nsadmin: {dead}: GET_BROKER_CLUSTER_INFO (106): connect failed"
-        )),
-        "{r:?}"
-    );
-
-    // A refused request leaves out only its kind: with the topic list disabled on one node,
-    // routes are not compared but everything else is.
-    let second = servers[1].addr.to_string();
-    let r = nsadmin(&format!(
-        "updateNamesrvConfig -n {second} -k enableAllTopicList -v false"
-    ))
-    .await;
-    assert_eq!(r.code, 0, "{r:?}");
-    let r = nsadmin(&format!(
-        "diff -n {list} -s NS --ignoreConfig {PER_NODE_KEYS},enableAllTopicList"
-    ))
-    .await;
-    assert_eq!(r.code, 2, "{r:?}");
-    assert!(
-        r.out
-            .contains(&format!("not compared on {second}: routes (see stderr)")),
-        "{r:?}"
-    );
-    assert!(
-        r.out
-            .contains("\nagree where compared (clusters 1, brokers 1, routes 2, kv NS 1, config "),
-        "{r:?}"
-    );
-    assert!(
-        r.err.starts_with(&format!(
-            "nsadmin: {second}: GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206): CODE: 1  DESC: disable"
-        )),
-        "{r:?}"
-    );
-
-    let r = nsadmin(&format!("diff -n {}", servers[0].addr)).await;
-    assert_eq!(r.code, 1, "one name server is a usage error: {r:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,12 +7,15 @@
 //! (206) or the `-t` topics, every topic's route (105, pipelined), the `-s` KV namespaces
 //! (219), the live configuration (319) and, with `--dataVersion`, each broker's data version
 //! (322). Every kind becomes a *section* of `key → canonical text`; sections are compared
-//! key by key. Exit: 0 agree, 1 differ, 2 a node could not be asked (fully).
+//! key by key. Exit: 0 agree, 1 differ, 2 a node could not be asked (fully). Config keys
+//! that identify the node (its ports, addresses and paths: `node_local`) are left out and
+//! named, unless `--compareAll`.
 //!
 //! `--dataVersion` is opt-in because a 5.x name server (Java's and ours) counts
 //! QUERY_DATA_VERSION as a heartbeat of the broker it names: a `diff` from cron would keep a
 //! hung broker registered for as long as the job runs.
 
+mod node_local;
 mod read;
 mod report;
 
@@ -38,6 +41,8 @@ pub(crate) struct Plan {
     pub(crate) data_version: bool,
     /// Config keys left out (`--ignoreConfig`).
     pub(crate) ignore_config: Vec<String>,
+    /// Compare the node-local config keys too (`--compareAll`).
+    pub(crate) compare_all: bool,
 }
 
 /// One node's answers: sections in a fixed order; `None` where the node could not be read.
@@ -49,6 +54,8 @@ pub(crate) struct Node {
     pub(crate) sections: Vec<(String, Option<Section>)>,
     /// What went wrong while reading it.
     pub(crate) problems: Vec<Problem>,
+    /// The node-local config keys it listed, left out of the comparison.
+    pub(crate) node_local: Vec<String>,
 }
 
 fn list_option(parsed: &Parsed, long: &str) -> Vec<String> {
@@ -84,6 +91,7 @@ pub(crate) async fn run(
         namespaces: list_option(parsed, "namespace"),
         data_version: parsed.has("dataVersion"),
         ignore_config: list_option(parsed, "ignoreConfig"),
+        compare_all: parsed.has("compareAll"),
     };
     let nodes = gather(client.options(), servers, Arc::new(plan)).await;
     let differences = report::compare(&nodes);
@@ -125,6 +133,10 @@ pub(crate) async fn gather(opts: &ClientOptions, servers: &[String], plan: Arc<P
 async fn snapshot(mut client: Client, addr: String, plan: &Plan) -> Node {
     let mut problems = Vec::new();
     let mut sections = read::sections(&mut client, &addr, plan, &mut problems).await;
+    let node_local = match sections.get_mut("config") {
+        Some(config) if !plan.compare_all => node_local::split_off(config),
+        _ => Vec::new(),
+    };
     let mut kinds: Vec<String> = vec!["clusters".into(), "brokers".into()];
     if plan.data_version {
         kinds.push("data versions".into());
@@ -142,5 +154,6 @@ async fn snapshot(mut client: Client, addr: String, plan: &Plan) -> Node {
             })
             .collect(),
         problems,
+        node_local,
     }
 }

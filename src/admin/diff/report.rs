@@ -76,7 +76,17 @@ fn compared(nodes: &[Node]) -> Vec<(String, usize)> {
         .collect()
 }
 
-/// The text report: one block per kind with differences, then a summary line.
+/// The node-local config keys left out on any node, sorted.
+fn node_local(nodes: &[Node]) -> Vec<&str> {
+    let keys: BTreeSet<&str> = nodes
+        .iter()
+        .flat_map(|n| n.node_local.iter().map(String::as_str))
+        .collect();
+    keys.into_iter().collect()
+}
+
+/// The text report: the nodes and what was not compared, one block per kind with
+/// differences, then a summary line.
 pub(super) fn text(nodes: &[Node], differences: &[Difference]) -> String {
     let mut out = String::new();
     let addrs: Vec<&str> = nodes.iter().map(|n| n.addr.as_str()).collect();
@@ -94,6 +104,10 @@ pub(super) fn text(nodes: &[Node], differences: &[Difference]) -> String {
             n.addr,
             missing.join(", ")
         );
+    }
+    let skipped = node_local(nodes);
+    if !skipped.is_empty() {
+        let _ = writeln!(out, "not compared (node-local): {}", skipped.join(", "));
     }
     let mut kinds: Vec<&str> = differences.iter().map(|d| d.kind.as_str()).collect();
     kinds.dedup();
@@ -170,8 +184,72 @@ pub(super) fn json(nodes: &[Node], differences: &[Difference]) -> String {
         "differences": diffs,
         "errors": errors,
         "compared": compared,
+        "nodeLocal": node_local(nodes),
     });
     let mut text = serde_json::to_string_pretty(&doc).expect("a Value always serializes");
     text.push('\n');
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admin::diff::Section;
+
+    fn node(addr: &str, config: &[(&str, &str)], node_local: &[&str]) -> Node {
+        let section: Section = config
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Node {
+            addr: addr.to_owned(),
+            sections: vec![("config".to_owned(), Some(section))],
+            problems: Vec::new(),
+            node_local: node_local.iter().map(|k| (*k).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn node_local_keys_are_named_once_and_not_counted() {
+        let nodes = [
+            node(
+                "a:1",
+                &[("orderMessageEnable", "false")],
+                &["kvConfigPath", "listenPort"],
+            ),
+            node(
+                "b:2",
+                &[("orderMessageEnable", "false")],
+                &["listenPort", "rocketmqHome"],
+            ),
+        ];
+        let differences = compare(&nodes);
+        assert!(differences.is_empty());
+        assert_eq!(
+            text(&nodes, &differences),
+            "name servers: a:1, b:2\n\
+             not compared (node-local): kvConfigPath, listenPort, rocketmqHome\n\
+             \n\
+             agree (config 1)\n"
+        );
+        let doc: serde_json::Value = serde_json::from_str(&json(&nodes, &differences)).unwrap();
+        assert_eq!(
+            doc["nodeLocal"],
+            json!(["kvConfigPath", "listenPort", "rocketmqHome"])
+        );
+        assert_eq!(doc["agree"], true);
+    }
+
+    #[test]
+    fn without_node_local_keys_there_is_no_line() {
+        let nodes = [
+            node("a:1", &[("listenPort", "1")], &[]),
+            node("b:2", &[("listenPort", "2")], &[]),
+        ];
+        let differences = compare(&nodes);
+        let out = text(&nodes, &differences);
+        assert!(!out.contains("node-local"), "{out}");
+        assert!(out.contains("\nconfig: 1 differ\n  listenPort\n    a:1: 1\n    b:2: 2\n"));
+        assert!(out.ends_with("differ: 1 of 1 keys (config 1; compared config 1)\n"));
+    }
 }

@@ -210,7 +210,12 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
             long_only(
                 "ignoreConfig",
                 true,
-                "config keys not to compare (comma-separated)",
+                "config keys not to compare (comma-separated), besides the node-local ones",
+            ),
+            long_only(
+                "compareAll",
+                false,
+                "also compare node-local config keys (ports, addresses, paths, namesrvPeers)",
             ),
             JSON,
         ],

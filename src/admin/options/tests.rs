@@ -91,3 +91,21 @@ fn command_list_has_mqadmins_layout() {
         "\n\nSee 'nsadmin help <command>' for more information on a specific command.\n"
     ));
 }
+
+#[test]
+fn diff_offers_compare_all_beside_ignore_config() {
+    let s = spec("diff");
+    let text = s.usage();
+    assert!(
+        text.contains("[--compareAll] [--credentials <arg>]"),
+        "{text}"
+    );
+    // The left column is as wide as its widest entry, `    --ignoreConfig <arg>`.
+    let line = |left: &str, desc: &str| format!("\n{left:<24}   {desc}");
+    let compare_all = line("    --compareAll", "also compare node-local config keys");
+    assert!(text.contains(&compare_all), "{text}");
+    let ignore = line("    --ignoreConfig <arg>", "config keys not to compare");
+    assert!(text.contains(&ignore), "{text}");
+    assert!(s.parse(&args(&["--compareAll"])).unwrap().has("compareAll"));
+    assert!(s.parse(&args(&["-compareAll"])).unwrap().has("compareAll"));
+}
