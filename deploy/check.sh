@@ -123,6 +123,9 @@ grep -q '^EXPOSE 9876 8080' Dockerfile || { fail "Dockerfile: EXPOSE 9876 8080";
 grep -q 'cargo build --release --locked --bin namesrv' Dockerfile || { fail "Dockerfile: builds the release binary"; ok=0; }
 [ "$ok" = 1 ] && pass "Dockerfile: copies existing files, builds the release binary, runs unprivileged"
 
+# --- Prometheus alert rules (promtool check and unit tests) -----------------------------------
+deploy/prometheus/check.sh || failed=1
+
 if [ "$failed" -ne 0 ]; then
     echo "deployment checks FAILED"
     exit 1

@@ -216,13 +216,33 @@ fn encode_writes(
     )
 }
 
-/// TLS handshakes, their failures, mode rejections and PROXY headers.
+/// TLS handshakes, their failures, mode rejections, material reloads and PROXY headers.
 pub(crate) fn encode_preludes(enc: &mut DescriptorEncoder<'_>, m: &Metrics) -> Result {
     counter(
         enc,
         "namesrv_tls_handshakes",
         "TLS handshakes completed.",
         m.preludes(PreludeOutcome::TlsHandshake),
+    )?;
+    let reloads = &m.tls_reloads;
+    labelled(
+        enc,
+        (
+            "namesrv_tls_reloads",
+            "Reloads of the TLS certificate, key and trust files, by outcome (a failed one keeps the previous material).",
+            "outcome",
+        ),
+        MetricType::Counter,
+        [
+            ("ok", super::read(&reloads.ok)),
+            ("failed", super::read(&reloads.failed)),
+        ],
+    )?;
+    gauge(
+        enc,
+        "namesrv_tls_reload_failing",
+        "1 while the last TLS reload failed and the previous material is still served, else 0.",
+        i64::from(reloads.failing()),
     )?;
     labelled(
         enc,

@@ -2,11 +2,11 @@
 //! families (`exposition`).
 //!
 //! [`Metrics`] is the one set of typed handles. It lives in the shared state
-//! ([`crate::state::Namesrv::metrics`]); the server (connections, bytes), the dispatcher
-//! (requests, latency, registrations, KV and config writes) and the state's own operations
-//! (evictions) record into it, and nothing else does. Recording is a few relaxed atomic
-//! increments on fixed arrays — no lock, no allocation, no map lookup — so the request path
-//! stays at the machine's ceiling.
+//! ([`crate::state::Namesrv::metrics`]); the server (connections, bytes, TLS reloads), the
+//! dispatcher (requests, latency, registrations, KV and config writes) and the state's own
+//! operations (evictions) record into it, and nothing else does. Recording is a few relaxed
+//! atomic increments on fixed arrays — no lock, no allocation, no map lookup — so the request
+//! path stays at the machine's ceiling.
 //!
 //! Everything that is *state* rather than an event (live brokers, topics, KV entries, route
 //! cache hits, process figures) is read when `/metrics` is scraped (the body is put together
@@ -23,7 +23,7 @@ mod process;
 
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -174,6 +174,23 @@ struct WriteStats {
     failures: AtomicU64,
 }
 
+/// Reloads of the TLS material, and whether the last one failed: a failed reload is
+/// attempted once per change of the files, so only this flag, not a counter's recent increase,
+/// says that the files on disk are still broken.
+#[derive(Debug, Default)]
+struct TlsReloads {
+    ok: AtomicU64,
+    failed: AtomicU64,
+    last_failed: AtomicBool,
+}
+
+impl TlsReloads {
+    /// Whether the last reload failed.
+    fn failing(&self) -> bool {
+        self.last_failed.load(Ordering::Relaxed)
+    }
+}
+
 /// The counters recorded on the request path.
 #[derive(Debug)]
 pub struct Metrics {
@@ -192,6 +209,7 @@ pub struct Metrics {
     registrations: [AtomicU64; RegistrationOutcome::ALL.len()],
     evictions: [AtomicU64; Eviction::ALL.len()],
     preludes: [AtomicU64; PreludeOutcome::ALL.len()],
+    tls_reloads: TlsReloads,
     kv_writes: WriteStats,
     config_writes: WriteStats,
     /// Clusters that have had a series (read and written only when scraped).
@@ -217,6 +235,7 @@ impl Default for Metrics {
             registrations: Default::default(),
             evictions: Default::default(),
             preludes: Default::default(),
+            tls_reloads: TlsReloads::default(),
             kv_writes: WriteStats::default(),
             config_writes: WriteStats::default(),
             clusters_seen: Mutex::default(),
@@ -352,6 +371,13 @@ impl Metrics {
         add(&self.preludes[outcome as usize], 1);
     }
 
+    /// A reload of the TLS material installed it (`ok`) or kept the previous one.
+    pub(crate) fn tls_reloaded(&self, ok: bool) {
+        let r = &self.tls_reloads;
+        add(if ok { &r.ok } else { &r.failed }, 1);
+        r.last_failed.store(!ok, Ordering::Relaxed);
+    }
+
     /// Preludes that ended as `outcome` since start.
     pub fn preludes(&self, outcome: PreludeOutcome) -> u64 {
         read(&self.preludes[outcome as usize])
@@ -402,5 +428,16 @@ mod tests {
         assert_eq!(m.kv_writes.latency.snapshot().count, 2);
         assert_eq!(read(&m.kv_writes.failures), 1);
         assert_eq!(read(&m.config_writes.failures), 0);
+    }
+
+    #[test]
+    fn tls_reloads_are_counted_and_a_good_one_clears_the_failure() {
+        let m = Metrics::default();
+        m.tls_reloaded(false);
+        assert!(m.tls_reloads.failing());
+        m.tls_reloaded(true);
+        let r = &m.tls_reloads;
+        assert_eq!((read(&r.ok), read(&r.failed)), (1, 1));
+        assert!(!r.failing());
     }
 }

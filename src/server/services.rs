@@ -79,9 +79,9 @@ pub(super) fn list(parts: Parts<'_>) -> Vec<Box<dyn Service>> {
     }
     if let Some(tls) = handles.prelude.tls() {
         // Reloads the TLS material on reload requests and when its files change.
-        let parts = (tls.clone(), handles.reload.subscribe());
-        services.push(task("tls-watch", parts, |(tls, reloads), cancel| {
-            tls.watch(reloads, cancel)
+        let parts = (tls.clone(), handles.reload.subscribe(), state.clone());
+        services.push(task("tls-watch", parts, |(tls, reloads, state), cancel| {
+            tls.watch(reloads, cancel, move |ok| state.metrics().tls_reloaded(ok))
         }));
     }
     if let Some((listener, remoting)) = http {

@@ -153,14 +153,20 @@ impl ServerTls {
     /// Reloads on every reload request (SIGHUP) and when a watched file changes, until
     /// `cancel` fires. A change is acted on once the files have looked the same for one poll
     /// interval, so a certificate and key written one after the other are loaded together.
-    /// Files are read on the blocking pool, never on a runtime worker.
-    pub(crate) async fn watch(self, reloads: watch::Receiver<u64>, cancel: CancellationToken) {
+    /// Files are read on the blocking pool, never on a runtime worker. Each reload's outcome
+    /// (installed or not) is passed to `reloaded`, for the metrics.
+    pub(crate) async fn watch(
+        self,
+        reloads: watch::Receiver<u64>,
+        cancel: CancellationToken,
+        reloaded: impl Fn(bool) + Clone + Send + 'static,
+    ) {
         let watched = self.clone();
         reload_on_request_or_change(
             reloads,
             cancel,
             move || watched.changed(),
-            move |trigger| self.reload(why(trigger)),
+            move |trigger| reloaded(self.reload(why(trigger))),
         )
         .await;
     }

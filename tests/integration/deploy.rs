@@ -1,12 +1,15 @@
 //! The deployment artefacts against the server itself: the configuration files they ship
 //! (the Kubernetes ConfigMap's, the container image's) load with this server's config loader,
 //! and name only keys it knows, with valid values; the command lines they run parse. The
-//! schema and tool checks (systemd-analyze, kubernetes-validate) are `deploy/check.sh`'s,
-//! which CI runs.
+//! schema and tool checks (systemd-analyze, kubernetes-validate, promtool) are
+//! `deploy/check.sh`'s, which CI runs; the alert rules name only metrics the server exposes.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use namesrv::config::{Config, Env, properties};
+
+use crate::harness::{TestServer, register_master};
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -120,4 +123,53 @@ fn the_systemd_unit_verifies_when_systemd_analyze_is_there() {
         out.status.success() && said.trim().is_empty(),
         "systemd-analyze verify: {said}"
     );
+}
+
+/// The metric names the alert rules' expressions use (Prometheus's own `up` aside).
+fn metrics_the_alert_rules_name() -> BTreeSet<String> {
+    let rules =
+        std::fs::read_to_string(Path::new(REPO).join("deploy/prometheus/namesrv-rules.yml"))
+            .unwrap();
+    rules
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("expr:"))
+        .flat_map(|expr| expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')))
+        .filter(|word| word.starts_with("namesrv_"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every metric an alert rule names is one the server exposes, so that a renamed metric
+/// cannot leave an alert that never fires. Auth (audit, so the broker may register unsigned)
+/// and a peer check are on, since their families appear only then.
+#[tokio::test]
+async fn every_metric_the_alert_rules_name_is_exposed() {
+    let (_dir, acl) = crate::harness::temp_file(
+        "acl.yml",
+        "accounts:\n  - {accessKey: rocketmq2, secretKey: 12345678, admin: true}\n",
+    );
+    let properties = format!(
+        "authMode=audit\nauthConfigPath={}\nnamesrvPeers=127.0.0.1:1\npeerCheckIntervalMillis=100\n",
+        acl.display()
+    );
+    let (server, mut client) = TestServer::with_client(&properties).await;
+    register_master(&mut client, "broker-a", "127.0.0.1:10911", &["T", "U"]).await;
+    let wanted = metrics_the_alert_rules_name();
+    assert!(wanted.len() >= 10, "{wanted:?}");
+    let mut missing = wanted.clone();
+    for _ in 0..250 {
+        let text = namesrv::http::exposition::render(&server.state, &server.auth);
+        let exposed: BTreeSet<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.split(['{', ' ']).next())
+            .collect();
+        missing.retain(|name| !exposed.contains(name.as_str()));
+        if missing.is_empty() {
+            return;
+        }
+        // The peer families appear once the first check has ended.
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("the alert rules name metrics the server does not expose: {missing:?}");
 }

@@ -542,6 +542,10 @@ async fn certificates_rotate_without_restart_and_a_broken_file_keeps_the_old_one
     server.reload.request();
     assert!(eventually(5, || tls.stats().failed_reloads == 1).await);
     assert_eq!(presented(&server).await, pki.der("second.pem"));
+    // /metrics says so (the alert rules' namesrv_tls_reload_failing) until a reload succeeds.
+    let metrics = || namesrv::http::exposition::render(&server.state, &server.auth);
+    assert!(eventually(5, || metrics().contains("namesrv_tls_reload_failing 1\n")).await);
+    assert!(metrics().contains("namesrv_tls_reloads_total{outcome=\"failed\"} 1\n"));
 
     // A changed file is noticed without a signal.
     replace(&pki, "third", "live");
@@ -551,4 +555,5 @@ async fn certificates_rotate_without_restart_and_a_broken_file_keeps_the_old_one
         tls.stats()
     );
     assert_eq!(presented(&server).await, pki.der("third.pem"));
+    assert!(eventually(5, || metrics().contains("namesrv_tls_reload_failing 0\n")).await);
 }
