@@ -8,10 +8,12 @@ and an `instance` variable from label_values(..., instance) that every panel use
 on `${datasource}`; the event-only panels below, and only they, say "Event-only" in their
 description. Then every query of every panel, with the variables as Grafana would fill them in
 (`$instance` as the "All" regex, `$__rate_interval` as 1m), through Prometheus' query API:
-`/api/v1/query` must answer `success`, and the panel must have data — a finite sample now, or,
-for panels whose lines come and go with events (a latency quantile with no requests in the last
-minute is NaN), anywhere in the dashboard's time range (`/api/v1/query_range` over the last
---window seconds, which is what Grafana draws). Event-only panels need only valid queries.
+`/api/v1/query` must answer `success`, every query must have data — a finite sample now or
+anywhere in the dashboard's time range (`/api/v1/query_range` over the last --window seconds,
+which is what Grafana draws: a latency quantile of a minute without requests is NaN, a gauge
+may be back at 0) — and at least one query of the panel a value other than 0 there, so that a
+panel whose query is subtly wrong (a label that never matches, a counter that never moves)
+fails. Event-only panels need only valid queries.
 
 Prints one PASS/FAIL line per panel, naming it; exit status 1 if any failed.
 """
@@ -26,10 +28,11 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-# Panels whose series move only when something happens (a broker evicted, eviction protection
-# holding): their queries must be valid, their values may be zero all through a run. Each says
-# so in its description, which this check holds it to.
-EVENT_ONLY = {"Evictions by reason", "Eviction protection"}
+# Panels whose lines move only when something goes wrong (a broker evicted, eviction protection
+# holding, name servers disagreeing): their queries must be valid, their values may be 0, or
+# absent, all through a healthy run. Each says so in its description, which this check holds it
+# to.
+EVENT_ONLY = {"Evictions by reason", "Eviction protection", "Peer divergent brokers"}
 EVENT_ONLY_MARK = "Event-only"
 
 # What Grafana puts in place of its built-in variables (a 1 s scrape interval here; Grafana's
@@ -104,49 +107,64 @@ def api(prom, path, params):
         return json.loads(e.read().decode("utf-8") or "{}")
 
 
-def finite(value):
-    try:
-        return math.isfinite(float(value))
-    except (TypeError, ValueError):
-        return False
+def finite_values(values):
+    """The finite numbers among Prometheus' sample values (strings; NaN and ±Inf left out)."""
+    out = []
+    for v in values:
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(f):
+            out.append(f)
+    return out
 
 
 def run_query(prom, expr, window):
-    """(error, series now, where data was found: "now", "in range" or None)."""
+    """(error, series now, peak): peak is the largest finite |value| now or, if that is 0 or
+    there is none, over the last `window` seconds; None when there is no finite value at all."""
     now = time.time()
     answer = api(prom, "/api/v1/query", {"query": expr, "time": "%.3f" % now})
     if answer.get("status") != "success":
         return "%s: %s" % (answer.get("errorType", "error"), answer.get("error", answer)), 0, None
     result = answer["data"]["result"]
-    if any(finite(s["value"][1]) for s in result):
-        return None, len(result), "now"
-    ranged = api(prom, "/api/v1/query_range",
-                 {"query": expr, "start": "%.3f" % (now - window), "end": "%.3f" % now, "step": "5"})
+    values = finite_values(s["value"][1] for s in result)
+    if values and max(map(abs, values)) > 0:
+        return None, len(result), max(map(abs, values))
+    # A step of a second or two: a state that lasted a few scrapes is not stepped over.
+    step = max(1, window // 3000)
+    ranged = api(prom, "/api/v1/query_range", {"query": expr, "start": "%.3f" % (now - window),
+                                               "end": "%.3f" % now, "step": str(step)})
     if ranged.get("status") != "success":
         return "range: %s" % ranged.get("error", ranged), len(result), None
-    if any(finite(v) for s in ranged["data"]["result"] for _, v in s["values"]):
-        return None, len(result), "in range"
-    return None, len(result), None
+    values += finite_values(v for s in ranged["data"]["result"] for _, v in s["values"])
+    return None, len(result), max(map(abs, values)) if values else None
 
 
 def check_panel(prom, panel, instance, window):
-    """(ok, line) for one panel."""
+    """(ok, line) for one panel: every query valid; unless the panel is event-only, every query
+    with a finite value and at least one of them not 0 in the time range."""
     title = panel.get("title", "<untitled>")
     event_only = title in EVENT_ONLY
-    notes, failures = [], []
+    notes, failures, peaks = [], [], []
     for t in panel["targets"]:
         ref, expr = t.get("refId", "?"), substitute(t["expr"], instance)
-        error, series, found = run_query(prom, expr, window)
+        error, series, peak = run_query(prom, expr, window)
         if error:
             failures.append("query %s is refused (%s): %s" % (ref, error, expr))
-        elif found is None and not event_only:
+            continue
+        if peak is None and not event_only:
             failures.append("query %s has no data now nor in the last %ds: %s" % (ref, window, expr))
-        else:
-            notes.append("%s: %d series, data %s" % (ref, series, found or "none (event-only)"))
+        peaks.append(peak or 0.0)
+        notes.append("%s %d series, peak %s" % (ref, series, "none" if peak is None else "%g" % peak))
+    if not failures and not event_only and not any(peaks):
+        failures.append("every query is 0 all through the last %ds (%s)" % (window, ", ".join(notes)))
     if failures:
         return False, "FAIL grafana: step panel %r (Prometheus query API) failed: %s" % (
             title, "; ".join(failures))
-    return True, "PASS grafana: step panel %r (Prometheus query API) - %s" % (title, ", ".join(notes))
+    kind = " (event-only: valid queries suffice)" if event_only else ""
+    return True, "PASS grafana: step panel %r (Prometheus query API) - %s%s" % (
+        title, ", ".join(notes), kind)
 
 
 def main():
