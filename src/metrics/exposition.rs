@@ -70,7 +70,7 @@ fn histogram(
     let mut family =
         enc.encode_descriptor(name, help, Some(&Unit::Seconds), MetricType::Histogram)?;
     for (label, h) in series {
-        let (sum, count, buckets) = (h.sum_seconds, h.count, &h.buckets);
+        let (sum, count, buckets) = (h.sum_seconds, h.count, &per_bucket(&h.buckets));
         match label {
             Some(label) => family
                 .encode_family(&[*label])?
@@ -79,6 +79,21 @@ fn histogram(
         }
     }
     Ok(())
+}
+
+/// The counts of each bucket alone, from cumulative ones: prometheus-client's encoder sums the
+/// counts it is given, so cumulative ones would be summed twice (a `+Inf` bucket above the
+/// count, and every quantile wrong).
+fn per_bucket(cumulative: &[(f64, u64)]) -> Vec<(f64, u64)> {
+    let mut below = 0;
+    cumulative
+        .iter()
+        .map(|&(bound, at_or_below)| {
+            let n = at_or_below - below;
+            below = at_or_below;
+            (bound, n)
+        })
+        .collect()
 }
 
 /// Requests by code pair, their latency by class, and the bytes read and written.
@@ -333,4 +348,44 @@ pub(crate) fn encode_process(enc: &mut DescriptorEncoder<'_>) -> Result {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use prometheus_client::collector::Collector;
+    use prometheus_client::registry::Registry;
+
+    use super::*;
+
+    #[derive(Debug)]
+    struct Writes(Metrics);
+
+    impl Collector for Writes {
+        fn encode(&self, mut enc: DescriptorEncoder<'_>) -> Result {
+            encode_events(&mut enc, &self.0)
+        }
+    }
+
+    #[test]
+    fn histogram_buckets_are_cumulative_once() {
+        let m = Metrics::default();
+        m.write(crate::metrics::Write::Kv, Duration::from_millis(2), true);
+        m.write(crate::metrics::Write::Kv, Duration::from_millis(20), true);
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(Writes(m)));
+        let mut text = String::new();
+        prometheus_client::encoding::prometheus_text::encode(&mut text, &registry).unwrap();
+        for line in [
+            "namesrv_kv_write_duration_seconds_bucket{le=\"0.001\"} 0",
+            "namesrv_kv_write_duration_seconds_bucket{le=\"0.0025\"} 1",
+            "namesrv_kv_write_duration_seconds_bucket{le=\"0.025\"} 2",
+            "namesrv_kv_write_duration_seconds_bucket{le=\"1\"} 2",
+            "namesrv_kv_write_duration_seconds_bucket{le=\"+Inf\"} 2",
+            "namesrv_kv_write_duration_seconds_count 2",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+        }
+    }
 }

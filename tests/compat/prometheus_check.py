@@ -2,8 +2,8 @@
 """Checks of the name server's /metrics with the real Prometheus tools.
 
     prometheus_check.py lint METRICS_URL
-        promtool check metrics on the body, and the fixed metric names with their types
-        and labels.
+        promtool check metrics on the body, the fixed metric names with their types and
+        labels, and every histogram's +Inf bucket equal to its _count.
     prometheus_check.py value PROMETHEUS_URL QUERY
         prints the value of an instant query that yields one sample (0 when it yields none).
     prometheus_check.py wait PROMETHEUS_URL QUERY {eq,ge,gt} NUMBER [--timeout S] [--label L]
@@ -34,6 +34,26 @@ def get(url, timeout=10):
         return r.status, r.headers.get("Content-Type", ""), r.read().decode("utf-8")
 
 
+def histogram_problems(lines):
+    """Histogram series whose buckets do not rise to their _count at le="+Inf" (promtool does
+    not look at values): every quantile computed from them would be wrong."""
+    samples = {}
+    for line in lines:
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            samples[name] = value
+    problems = []
+    for name, value in samples.items():
+        if "_bucket{" not in name or 'le="+Inf"' not in name:
+            continue
+        base, labels = name.split("_bucket{", 1)
+        rest = ",".join(l for l in labels.rstrip("}").split(",") if l and not l.startswith("le="))
+        count = samples.get("%s_count{%s}" % (base, rest) if rest else base + "_count")
+        if count != value:
+            problems.append("%s is %s but its _count is %s" % (name, value, count))
+    return problems
+
+
 def lint(args):
     label = args.label or "promtool check metrics"
     status, ctype, body = get(args.url)
@@ -53,6 +73,7 @@ def lint(args):
                 missing = [l for l in labels if ('%s="' % l) not in line.split(" ")[0]]
                 if missing:
                     problems.append("%s lacks labels %s" % (line, missing))
+    problems += histogram_problems(lines)
     series = sum(1 for l in lines if l and not l.startswith("#"))
     if problems:
         print("FAIL %s: step lint (HTTP GET /metrics) failed: %s" % (label, "; ".join(problems)))

@@ -21,10 +21,11 @@
 #            default; a fake broker registers in plaintext) and against a fourth with
 #            tls.server.mode=enforcing (a fake broker registers over TLS); nsadmin --tls and
 #            JAVA_OPT=-Dtls.enable=true against it too;
-#   prometheus  Debian's Prometheus scrapes the name server's /metrics every second while the
-#            rocketmq-rust broker and client run (so it implies rust); its query API must show
-#            the broker live (1), route lookups rising, then 0 live brokers after the broker
-#            stops; promtool check metrics must pass on the body;
+#   prometheus  Debian's Prometheus scrapes /metrics of the name server and of the signed one
+#            every second while the rocketmq-rust broker and client run (so it implies rust); its
+#            query API must show the broker live (1), route lookups rising, then 0 live brokers
+#            after the broker stops; promtool check metrics must pass on the body; every panel
+#            of deploy/grafana/namesrv.json must have data (tests/compat/grafana_check.py);
 #   browser  headless Chromium (Debian's chromium) opens the status page of a name server
 #            holding fake brokers, topics and KV entries, on a laptop and a phone screen, and
 #            saves screenshots (tests/compat/status_page.py).
@@ -61,7 +62,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --only) [ $# -ge 2 ] || { echo "usage: $0 [--only fake|ali-ons|rust|prometheus|browser] ..." >&2; exit 2; }
             ONLY+=("$2"); shift 2 ;;
-    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
     *) echo "usage: $0 [--only fake|ali-ons|rust|prometheus|browser] ..." >&2; exit 2 ;;
   esac
 done
@@ -205,7 +206,7 @@ fi
 # Ports and the name server
 # ---------------------------------------------------------------------------------------------
 
-read -r NS_PORT BROKER_PORT NS_SIGNED_PORT NS_ADDR_PORT HTTP_PORT PROM_PORT NS_TLS_PORT < <(python3 - "${NAMESRV_COMPAT_BROKER_PORT:-}" <<'EOF'
+read -r NS_PORT BROKER_PORT NS_SIGNED_PORT NS_ADDR_PORT HTTP_PORT PROM_PORT NS_TLS_PORT SIGNED_HTTP_PORT < <(python3 - "${NAMESRV_COMPAT_BROKER_PORT:-}" <<'EOF'
 import random, socket, sys
 
 def free(port):
@@ -221,7 +222,7 @@ def free(port):
 held = []
 def any_port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); held.append(s); return s.getsockname()[1]
-ns, ns_signed, ns_addr, http, prom, ns_tls = any_port(), any_port(), any_port(), any_port(), any_port(), any_port()
+ns, ns_signed, ns_addr, http, prom, ns_tls, signed_http = (any_port() for _ in range(7))
 for s in held:
     s.close()
 fixed = sys.argv[1]
@@ -231,11 +232,11 @@ else:
     rng = random.Random()
     for _ in range(200):
         broker = rng.randrange(20002, 32000)  # below the usual ephemeral range
-        if not {ns, ns_signed, ns_addr, http, prom, ns_tls} & {broker - 2, broker, broker + 1} and all(free(p) for p in (broker - 2, broker, broker + 1)):
+        if not {ns, ns_signed, ns_addr, http, prom, ns_tls, signed_http} & {broker - 2, broker, broker + 1} and all(free(p) for p in (broker - 2, broker, broker + 1)):
             break
     else:
         broker = 0
-print(ns, broker, ns_signed, ns_addr, http, prom, ns_tls)
+print(ns, broker, ns_signed, ns_addr, http, prom, ns_tls, signed_http)
 EOF
 )
 [ "${BROKER_PORT:-0}" != 0 ] || die "found no free loopback ports for the broker"
@@ -280,7 +281,14 @@ NS_EXTRA="httpListenPort=$HTTP_PORT
 start_namesrv namesrv "$NS_PORT" "$NS_EXTRA"
 NS_PID=$STARTED_PID
 
+# The signed name server (below) is scraped too, as a second instance of the dashboard: it has
+# authentication on and checks the first one as its peer, so the auth and peer panels have data.
+NS_SIGNED_HTTP="127.0.0.1:$SIGNED_HTTP_PORT"
+NS_SIGNED_PROM=""
 if wanted prometheus; then
+  NS_SIGNED_PROM="httpListenPort=$SIGNED_HTTP_PORT
+namesrvPeers=127.0.0.1:$NS_SIGNED_PORT;$NS
+"
   mkdir -p "$WORK/prometheus"
   cat > "$WORK/prometheus/prometheus.yml" <<EOF
 global:
@@ -290,8 +298,11 @@ scrape_configs:
   - job_name: namesrv
     static_configs:
       - targets: ['$NS_HTTP']
+  - job_name: namesrv-signed
+    static_configs:
+      - targets: ['$NS_SIGNED_HTTP']
 EOF
-  say "starting prometheus on $PROM, scraping http://$NS_HTTP/metrics every second"
+  say "starting prometheus on $PROM, scraping http://$NS_HTTP/metrics and http://$NS_SIGNED_HTTP/metrics every second"
   prometheus --config.file="$WORK/prometheus/prometheus.yml" --storage.tsdb.path="$WORK/prometheus/data" \
     --web.listen-address="127.0.0.1:$PROM_PORT" >"$WORK/logs/prometheus.log" 2>&1 &
   PROM_PID=$!
@@ -322,7 +333,7 @@ if wanted rust; then
   chmod 600 "$WORK"/acl-*.yml
   start_namesrv namesrv-signed "$NS_SIGNED_PORT" "authMode=enforce
 authConfigPath=$WORK/acl-signed.yml
-"
+$NS_SIGNED_PROM"
   NS_SIGNED_PID=$STARTED_PID
   # Address rules judge the client's address: PROXY headers only from nobody here.
   start_namesrv namesrv-by-address "$NS_ADDR_PORT" "authMode=enforce
@@ -447,11 +458,11 @@ EOF
       --label "rocketmq-broker-rust $BROKER_CRATE_VERSION"
   check "nsadmin against rocketmq-broker-rust $BROKER_CRATE_VERSION" 120 \
     "$HERE/nsadmin_check.sh" "$NSADMIN_BIN" "$NS" broker-a "$CLUSTER"
-  ROUTES='sum(namesrv_requests_total{request_code="get_routeinfo_by_topic"})'
+  ROUTES='sum(namesrv_requests_total{job="namesrv",request_code="get_routeinfo_by_topic"})'
   if wanted prometheus; then
     check "prometheus: scrapes namesrv, sees the broker live" 90 \
       sh -c 'python3 "$1" wait "$2" "up{job=\"namesrv\"}" eq 1 --timeout 30 --label prometheus &&
-             python3 "$1" wait "$2" "namesrv_live_brokers{cluster=\"DefaultCluster\"}" eq 1 --timeout 45 --label prometheus' \
+             python3 "$1" wait "$2" "namesrv_live_brokers{job=\"namesrv\",cluster=\"DefaultCluster\"}" eq 1 --timeout 45 --label prometheus' \
       sh "$PROMCHECK" "$PROM"
     ROUTES_BEFORE="$(python3 "$PROMCHECK" value "$PROM" "$ROUTES" 2>/dev/null || echo 0)"
   fi
@@ -556,9 +567,12 @@ EOF
       --label "rocketmq-broker-rust $BROKER_CRATE_VERSION"
   if wanted prometheus; then
     check "prometheus: 0 live brokers after the broker stops" 60 \
-      sh -c 'python3 "$1" wait "$2" "namesrv_live_brokers{cluster=\"DefaultCluster\"}" eq 0 --timeout 45 --label prometheus &&
-             python3 "$1" wait "$2" "sum(namesrv_broker_evictions_total)" ge 1 --timeout 10 --label prometheus' \
+      sh -c 'python3 "$1" wait "$2" "namesrv_live_brokers{job=\"namesrv\",cluster=\"DefaultCluster\"}" eq 0 --timeout 45 --label prometheus &&
+             python3 "$1" wait "$2" "sum(namesrv_broker_evictions_total{job=\"namesrv\"})" ge 1 --timeout 10 --label prometheus' \
       sh "$PROMCHECK" "$PROM"
+    # Last, when the run has made every kind of traffic the dashboard shows.
+    check "grafana: every dashboard panel's query has data" 60 \
+      python3 "$HERE/grafana_check.py" "$PROM" --dashboard "$REPO/deploy/grafana/namesrv.json"
   fi
 fi
 
