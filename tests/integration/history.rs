@@ -14,7 +14,13 @@ async fn sampled() -> TestServer {
     let server = server_with("").await;
     sample_now(&server.state);
     let mut broker = server.client().await;
-    register_master(&mut broker, "broker-a", "10.0.0.1:10911", &["Orders"]).await;
+    register_master(
+        &mut broker,
+        "broker-a",
+        "10.0.0.1:10911",
+        &["Orders", "Payments"],
+    )
+    .await;
     for _ in 0..20 {
         assert_eq!(route(&mut broker, "Orders").await.code, 0);
     }
