@@ -137,7 +137,7 @@ pub(super) fn render(h: &mut Html, chart: &Chart<'_>) {
     axes(h, &scale);
     let points = chart.ages.iter().filter(|a| **a <= chart.window).count();
     if points == 0 {
-        h.raw("<text class=\"none\" x=\"200\" y=\"80\">no samples yet: the first comes 10 s after start</text>");
+        h.raw("<text class=\"none\" x=\"196\" y=\"80\">no samples yet</text>");
     }
     for (i, series) in chart.series.iter().enumerate() {
         line(h, &scale, chart.ages, series, i % COLOURS);
@@ -174,11 +174,15 @@ fn axes(h: &mut Html, scale: &Scale) {
     for quarter in 0..=4u64 {
         let ago = minutes * (4 - quarter) / 4;
         let x = scale.x(Duration::from_secs(ago * 60));
-        h.raw("<text class=\"x\" x=\"")
-            .num(coord(x))
-            .raw("\" y=\"")
-            .num(HEIGHT - 4.0)
-            .raw("\">");
+        // The last label ends at the plot's edge rather than straddling it.
+        h.raw(match ago {
+            0 => "<text class=\"x end\" x=\"",
+            _ => "<text class=\"x\" x=\"",
+        })
+        .num(coord(x))
+        .raw("\" y=\"")
+        .num(HEIGHT - 4.0)
+        .raw("\">");
         match ago {
             0 => h.raw("now"),
             _ if quarter == 0 => h.raw("−").num(ago).raw(" min"),

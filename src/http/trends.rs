@@ -2,9 +2,10 @@
 //! ([`crate::state::history`]) as six charts — requests by class, latency, live brokers by
 //! cluster, registrations and evictions, connections, resident memory.
 //!
-//! Rates are per second (requests) or per minute (registrations, evictions), so the
-//! one-minute samples of the older part of the hour and the ten-second samples of its last
-//! ten minutes read alike on one line.
+//! Rates are per second, so the one-minute samples of the older part of the hour and the
+//! ten-second samples of its last ten minutes read alike on one line. Registrations and
+//! evictions are drawn from the one-minute samples only: brokers register every 30 s, which
+//! ten-second samples would draw as a comb of zeros and peaks.
 
 use std::time::Duration;
 
@@ -14,32 +15,43 @@ use crate::metrics::{LatencyClass, RegistrationOutcome};
 use crate::state::history::HistoryView;
 use crate::state::history::sample::{ALL_CLASSES, Sample};
 
+/// The id of the chart drawn from the one-minute samples.
+const REGISTRATIONS: &str = "chart-registrations";
+
 /// How far back the charts go.
 const WINDOW: Duration = Duration::from_secs(3600);
 
 /// Writes the trends section from `history`, `now` being the time since the server started.
 pub(super) fn section(h: &mut Html, history: &HistoryView, now: Duration) {
     let samples = history.timeline();
-    let ages: Vec<Duration> = samples.iter().map(|s| now.saturating_sub(s.end)).collect();
+    let ages = |samples: &[Sample]| -> Vec<Duration> {
+        samples.iter().map(|s| now.saturating_sub(s.end)).collect()
+    };
+    let (fine_ages, coarse_ages) = (ages(&samples), ages(&history.coarse));
     h.raw("<section id=\"trends\"><h2>Trends <span class=\"tag\">last hour</span></h2>")
         .raw("<p class=\"empty\">A sample every 10 s for the last 10 minutes, every minute ")
-        .raw("before; hover over a chart for its values. The same data as JSON: ")
+        .raw("before (registrations and evictions: every minute); hover over a chart for its ")
+        .raw("values. The same data as JSON: ")
         .raw("<a href=\"/api/history\">/api/history</a>.</p><div class=\"charts\">");
     let charts = [
         requests(&samples),
         latency(&samples),
         live_brokers(history, &samples),
-        registrations(&samples),
+        registrations(&history.coarse),
         connections(&samples),
         memory(&samples),
     ];
     for (id, title, unit, whole, lines) in charts {
+        let ages = match id {
+            REGISTRATIONS => &coarse_ages,
+            _ => &fine_ages,
+        };
         let chart = Chart {
             id,
             title,
             unit,
             whole,
-            ages: &ages,
+            ages,
             window: WINDOW,
             series: lines,
         };
@@ -147,7 +159,7 @@ fn registrations(samples: &[Sample]) -> Charted {
         }),
     ];
     (
-        "chart-registrations",
+        REGISTRATIONS,
         "Registrations and evictions (per minute)",
         "/min",
         false,
