@@ -14,8 +14,11 @@ use tokio::time::Instant;
 
 use super::{App, visible_config, with_overview};
 use crate::handlers::route::{RouteOptions, lookup};
+use crate::metrics::{Eviction, LatencyClass, RegistrationOutcome};
 use crate::protocol::code::version;
 use crate::protocol::json::JsonStyle;
+use crate::state::history::sample::{ALL_CLASSES, Sample};
+use crate::state::history::{HistoryView, SAMPLE_EVERY};
 use crate::state::route_table::overview::{BrokerView, GroupView, find_topics};
 
 /// Topic searches list at most this many names unless `limit` says fewer.
@@ -194,4 +197,72 @@ pub(super) async fn config(State(app): State<App>) -> Json<Value> {
         .map(|(k, v)| (k, Value::String(v)))
         .collect();
     Json(Value::Object(config))
+}
+
+/// `GET /api/history`: the samples behind the page's trends, both tiers, oldest first.
+pub(super) async fn history(State(app): State<App>) -> Json<Value> {
+    let history = app.state.history();
+    let now = Instant::now().saturating_duration_since(app.state.started());
+    let view = history.view();
+    Json(json!({
+        "uptimeSeconds": now.as_secs(),
+        "sampleEverySeconds": SAMPLE_EVERY.as_secs(),
+        "memoryBytes": history.memory_bytes(),
+        "clusters": view.clusters.iter().map(|c| &**c).collect::<Vec<_>>(),
+        "tenSeconds": samples_json(&view, &view.fine, now),
+        "oneMinute": samples_json(&view, &view.coarse, now),
+    }))
+}
+
+fn samples_json(view: &HistoryView, samples: &[Sample], now: std::time::Duration) -> Vec<Value> {
+    samples.iter().map(|s| sample_json(view, s, now)).collect()
+}
+
+/// `v` rounded to three decimals (a microsecond of latency, a request per thousand seconds):
+/// what an `f32` holds beyond that is noise.
+fn thousandths(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+/// Seconds, to the millisecond.
+fn seconds(d: std::time::Duration) -> f64 {
+    d.as_millis() as f64 / 1000.0
+}
+
+fn sample_json(view: &HistoryView, s: &Sample, now: std::time::Duration) -> Value {
+    let by_class = |f: &dyn Fn(usize) -> Value| -> serde_json::Map<String, Value> {
+        (LatencyClass::ALL.iter())
+            .map(|&c| (c.name().to_owned(), f(c as usize)))
+            .collect()
+    };
+    let quantiles = |q: &[f32]| {
+        let ms = |v: f32| match v.is_nan() {
+            true => Value::Null,
+            false => json!(thousandths(f64::from(v))),
+        };
+        let mut m = by_class(&|c| ms(q[c]));
+        m.insert("all".to_owned(), ms(q[ALL_CLASSES]));
+        m
+    };
+    let live: serde_json::Map<String, Value> = (view.clusters.iter().enumerate())
+        .map(|(slot, c)| (c.to_string(), json!(s.gauges.live[slot])))
+        .collect();
+    json!({
+        "ageSeconds": seconds(now.saturating_sub(s.end)),
+        "endUptimeSeconds": seconds(s.end),
+        "spanSeconds": seconds(s.span),
+        "requestsPerSecond": by_class(&|c| {
+            json!(thousandths(s.per_second(s.requests[c]).unwrap_or(0.0)))
+        }),
+        "latencyMs": { "p50": quantiles(&s.p50_ms), "p99": quantiles(&s.p99_ms) },
+        "liveBrokers": { "total": s.gauges.live_total, "byCluster": live },
+        "registrations": (RegistrationOutcome::ALL.iter())
+            .map(|&r| (r.name().to_owned(), json!(s.registrations[r as usize])))
+            .collect::<serde_json::Map<_, _>>(),
+        "evictions": (Eviction::ALL.iter())
+            .map(|&e| (e.name().to_owned(), json!(s.evictions[e as usize])))
+            .collect::<serde_json::Map<_, _>>(),
+        "connections": s.gauges.connections,
+        "residentBytes": (s.gauges.rss_kib > 0).then(|| u64::from(s.gauges.rss_kib) * 1024),
+    })
 }

@@ -20,6 +20,7 @@
 
 mod access;
 mod api;
+mod chart;
 mod deadline;
 pub mod exposition;
 mod health;
@@ -29,6 +30,7 @@ mod listener;
 mod nsaddr;
 mod page;
 mod throttle;
+mod trends;
 mod views;
 
 use std::future::Future;
@@ -176,6 +178,7 @@ fn operator_routes(app: &App) -> Router<App> {
         .route("/api/kv", get(api::kv_namespaces))
         .route("/api/kv/{namespace}", get(api::kv_namespace))
         .route("/api/config", get(api::config))
+        .route("/api/history", get(api::history))
         .route_layer(axum::middleware::from_fn_with_state(
             app.clone(),
             access::require_admin,

@@ -1,7 +1,8 @@
 //! The status page at `/`: server-rendered HTML with inline style and script (no build step,
 //! nothing fetched from elsewhere), readable on a laptop and a phone, reloading itself every
-//! 10 s. It shows the same data as the JSON API, from the same cached overview, and is
-//! rendered on the blocking pool ([`super::views`]).
+//! 10 s. It shows the same data as the JSON API, from the same cached overview, and the
+//! last hour's trends as inline SVG charts (`trends`); it is rendered on the blocking pool
+//! ([`super::views`]).
 //!
 //! Its `Content-Security-Policy` allows its own inline style and script, by their SHA-256, and
 //! nothing else: no other script, no framing, no form posting elsewhere.
@@ -80,6 +81,8 @@ fn render(app: &App, overview: &Overview, topic: &str) -> String {
     header(&mut h, app);
     h.raw("<main>");
     cards(&mut h, app, overview);
+    let uptime = Instant::now().saturating_duration_since(app.state.started());
+    super::trends::section(&mut h, &app.state.history().view(), uptime);
     clusters_section(&mut h, &overview.clusters);
     topics_section(&mut h, app, overview, topic);
     kv_section(&mut h, app);
@@ -88,6 +91,7 @@ fn render(app: &App, overview: &Overview, topic: &str) -> String {
         .raw("<a href=\"/api/status\">/api/status</a> · <a href=\"/api/clusters\">/api/clusters</a> · ")
         .raw("<a href=\"/api/brokers\">/api/brokers</a> · <a href=\"/api/topics\">/api/topics</a> · ")
         .raw("<a href=\"/api/kv\">/api/kv</a> · <a href=\"/api/config\">/api/config</a> · ")
+        .raw("<a href=\"/api/history\">/api/history</a> · ")
         .raw("<a href=\"/metrics\">/metrics</a> · <a href=\"/readyz\">/readyz</a>. ")
         .raw("This page reloads itself every 10 s.</footer><script>")
         .raw(SCRIPT)

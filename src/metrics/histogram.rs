@@ -11,7 +11,7 @@ use std::time::Duration;
 
 /// Upper bounds of the buckets, in nanoseconds: 50 µs to 1 s, then `+Inf`. They cover a
 /// cached route lookup (tens of microseconds) up to a slow fsync of the KV file.
-const BOUNDS_NANOS: [u64; 13] = [
+pub(crate) const BOUNDS_NANOS: [u64; 13] = [
     50_000,
     100_000,
     250_000,
@@ -55,6 +55,11 @@ impl Histogram {
         let bucket = BOUNDS_NANOS.partition_point(|&bound| bound < nanos);
         self.counts[bucket].fetch_add(1, Ordering::Relaxed);
         self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// Observations per bucket (not cumulative) since start, `+Inf` last.
+    pub(crate) fn counts(&self) -> [u64; BUCKETS] {
+        self.counts.each_ref().map(|c| c.load(Ordering::Relaxed))
     }
 
     /// The cumulative buckets, count and sum.

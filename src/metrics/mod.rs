@@ -48,14 +48,14 @@ pub(crate) enum Eviction {
 }
 
 impl Eviction {
-    const ALL: [Eviction; 4] = [
+    pub(crate) const ALL: [Eviction; 4] = [
         Eviction::Scan,
         Eviction::ConnectionClosed,
         Eviction::Idle,
         Eviction::Unregister,
     ];
 
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Eviction::Scan => "scan",
             Eviction::ConnectionClosed => "connection_closed",
@@ -77,13 +77,13 @@ pub(crate) enum RegistrationOutcome {
 }
 
 impl RegistrationOutcome {
-    const ALL: [RegistrationOutcome; 3] = [
+    pub(crate) const ALL: [RegistrationOutcome; 3] = [
         RegistrationOutcome::Full,
         RegistrationOutcome::Unchanged,
         RegistrationOutcome::Refused,
     ];
 
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             RegistrationOutcome::Full => "full",
             RegistrationOutcome::Unchanged => "unchanged",
@@ -333,6 +333,21 @@ impl Metrics {
         self.connections_refused.iter().map(read).sum()
     }
 
+    /// Observations per latency bucket of `class` since start (the history's deltas).
+    pub(crate) fn latency_counts(&self, class: LatencyClass) -> [u64; histogram::BUCKETS] {
+        self.latency[class as usize].counts()
+    }
+
+    /// REGISTER_BROKERs since start, in [`RegistrationOutcome::ALL`] order.
+    pub(crate) fn registration_counts(&self) -> [u64; RegistrationOutcome::ALL.len()] {
+        self.registrations.each_ref().map(read)
+    }
+
+    /// Brokers evicted since start, in [`Eviction::ALL`] order.
+    pub(crate) fn eviction_counts(&self) -> [u64; Eviction::ALL.len()] {
+        self.evictions.each_ref().map(read)
+    }
+
     /// Requests counted in `series` with `response_code` (response codes outside the fixed
     /// table count together as `other`).
     #[cfg(test)]
@@ -382,6 +397,11 @@ impl Metrics {
     pub fn preludes(&self, outcome: PreludeOutcome) -> u64 {
         read(&self.preludes[outcome as usize])
     }
+}
+
+/// The process's resident set size in bytes, if `/proc` tells.
+pub(crate) fn resident_bytes() -> Option<u64> {
+    process::resident_bytes()
 }
 
 #[cfg(test)]

@@ -53,6 +53,11 @@ impl ProcessStats {
     }
 }
 
+/// The resident set size alone, for the history's samples (one small file read).
+pub(super) fn resident_bytes() -> Option<u64> {
+    kib(&fs::read_to_string("/proc/self/status").ok()?, "VmRSS:")
+}
+
 /// The fields of `/proc/self/stat` that are used.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Stat {

@@ -1,8 +1,8 @@
 //! The name server's background services, built in one list ([`list`]): the broker-expiry
 //! scan, SIGHUP, the auth accounts watch, the config reload, the peer checks, the route
-//! snapshots, the TLS material watch and the HTTP side door. Each wraps a task that lives
-//! with its subject (`state::housekeeping`, `auth::watch`, `peers`, `tls`, `http`…); this
-//! file only says what each needs and when it runs.
+//! snapshots, the TLS material watch, the history sampler and the HTTP side door. Each wraps a
+//! task that lives with its subject (`state::housekeeping`, `auth::watch`, `peers`, `tls`,
+//! `state::history`, `http`…); this file only says what each needs and when it runs.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -20,7 +20,7 @@ use crate::auth::Gate;
 use crate::config::AuthMode;
 use crate::reload::Reload;
 use crate::state::snapshot::task as snapshots;
-use crate::state::{Namesrv, housekeeping};
+use crate::state::{Namesrv, history, housekeeping};
 
 /// What the services of one server are built from.
 pub(super) struct Parts<'a> {
@@ -85,6 +85,8 @@ pub(super) fn list(parts: Parts<'_>) -> Vec<Box<dyn Service>> {
         }));
     }
     if let Some((listener, remoting)) = http {
+        // Samples the metrics for the status page's trends, which only the side door shows.
+        services.push(task("history", state.clone(), history::run));
         services.push(Box::new(HttpSideDoor {
             listener,
             state: state.clone(),
@@ -239,7 +241,7 @@ mod tests {
         let cold = |c: &mut Config| c.settings.restore_routes_on_start = false;
         assert_eq!(names(cold, false).await, always);
         let mut all = always.to_vec();
-        all.extend(["route-snapshots", "http"]);
+        all.extend(["route-snapshots", "history", "http"]);
         assert_eq!(names(|_| {}, true).await, all);
     }
 }

@@ -5,6 +5,7 @@
 //! an `.await`. Lock order, where two are taken: routes, then KV, then config. Nothing here
 //! knows about sockets; connections appear only as [`ConnId`]s.
 
+pub mod history;
 pub(crate) mod housekeeping;
 pub(crate) mod liveness;
 pub mod peering;
@@ -59,6 +60,8 @@ struct Shared {
     phase: AtomicPhase,
     /// This node among its peers, and the last report of the peer checks.
     peering: peering::Peering,
+    /// Recent samples of the metrics, for the status page's trends.
+    history: history::History,
 }
 
 impl Namesrv {
@@ -76,6 +79,7 @@ impl Namesrv {
                 metrics: Metrics::default(),
                 phase: AtomicPhase::new(),
                 peering: peering::Peering::new(),
+                history: history::History::default(),
             }),
         }
     }
@@ -151,6 +155,11 @@ impl Namesrv {
     /// The server's counters.
     pub fn metrics(&self) -> &Metrics {
         &self.inner.metrics
+    }
+
+    /// Recent samples of the metrics (`history::run` takes them).
+    pub(crate) fn history(&self) -> &history::History {
+        &self.inner.history
     }
 
     /// Counts an accepted connection as open until the returned guard is dropped.

@@ -9,8 +9,9 @@ wiped), puts KV entries, then drives Chromium over the DevTools protocol (throug
 --remote-debugging-pipe, so Python's standard library is enough): the page's content on a
 laptop-sized and a phone-sized screen, no horizontal scrolling on the phone, nothing loaded
 from elsewhere, the topic search through the form, and the page reloading itself. Saves
-DIR/status-page.png (laptop, full page), DIR/status-page-phone.png and
-DIR/status-page-route.png. Prints PASS/FAIL lines like the other compat checks; exit status 1
+DIR/status-page.png (laptop, full page), DIR/status-page-phone.png,
+DIR/status-page-route.png and, once the history has a sample, DIR/status-page-trends.png (the
+trends charts must be drawn with data). Prints PASS/FAIL lines like the other compat checks; exit status 1
 if any step failed.
 """
 
@@ -254,6 +255,41 @@ def check_page(b, base, out):
     except TimeoutError:
         reloaded = False
     step("reloads_itself", reloaded, "the page reloaded itself" if reloaded else "no reload within 20 s")
+    check_trends(b, base, out)
+
+
+CHARTS_JS = ("[...document.querySelectorAll('#trends figure.chart')].map(f => ({id: f.id,"
+             " width: f.querySelector('svg').getBoundingClientRect().width,"
+             " dots: f.querySelectorAll('circle.dot').length,"
+             " hover: f.querySelectorAll('.hover rect title').length}))")
+
+
+def fine(charts):
+    return [c for c in charts if c["id"] != "chart-registrations"]
+
+
+def check_trends(b, base, out):
+    """The trends charts once the history holds a sample (one every 10 s): six charts, each
+    drawn at a readable width, each with its newest points and hover titles (registrations
+    and evictions are drawn from one-minute samples, so that one only after a minute)."""
+    charts, deadline = [], time.time() + 30
+    while time.time() < deadline:
+        b.open(base + "/")
+        charts = b.eval(CHARTS_JS)
+        if len(charts) == 6 and all(c["dots"] > 0 for c in fine(charts)):
+            break
+        time.sleep(2)
+    step("trends_charts", len(charts) == 6, "%d charts: %s" % (len(charts), [c["id"] for c in charts]))
+    empty = [c["id"] for c in fine(charts) if c["dots"] == 0 or c["hover"] == 0]
+    step("trends_have_data", charts and not empty, "charts without data: %s" % empty if empty else
+         "every chart has points and hover values")
+    narrow = [(c["id"], round(c["width"])) for c in charts if c["width"] < 300]
+    step("trends_readable_on_a_phone", not narrow, "narrow charts %s" % narrow if narrow else
+         "charts at %d px" % round(charts[0]["width"]) if charts else "no charts")
+    b.screen(1280, 900, mobile=False)
+    b.open(base + "/")
+    b.eval("document.getElementById('trends').scrollIntoView()")
+    b.screenshot(os.path.join(out, "status-page-trends.png"), full_page=False)
 
 
 def main():

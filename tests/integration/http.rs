@@ -471,7 +471,7 @@ async fn with_auth_enforced_the_page_and_api_need_an_admin_account() {
     assert_eq!(metrics_value(&m, "namesrv_auth_accounts"), 2.0);
     assert!(m.contains("namesrv_auth_refused_total{reason=\"bad_signature\"} 0"));
     // The page and the API need an admin account's keys.
-    for path in ["/", "/api/config", "/api/topics/T/route"] {
+    for path in ["/", "/api/config", "/api/history", "/api/topics/T/route"] {
         let refused = server.get(path).await;
         assert_eq!(refused.status, 401, "{path}");
         assert!(

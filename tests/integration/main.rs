@@ -25,6 +25,7 @@ mod hardening_logs;
 mod hardening_peers;
 mod hardening_prelude;
 mod hardening_takeover;
+mod history;
 mod http;
 mod idle_memory;
 mod kv;
