@@ -129,16 +129,9 @@ impl Views {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Config, Env};
-    use crate::kv::KvStore;
 
     fn state(dir: &tempfile::TempDir) -> Namesrv {
-        let env = Env {
-            home: dir.path().display().to_string(),
-            rocketmq_home: None,
-        };
-        let kv = KvStore::open(dir.path().join("kv.json")).unwrap();
-        Namesrv::new(Config::defaults(&env), kv)
+        Namesrv::in_dir(dir.path())
     }
 
     #[tokio::test(start_paused = true)]

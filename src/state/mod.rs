@@ -65,6 +65,16 @@ struct Shared {
 }
 
 impl Namesrv {
+    /// A name server with the default configuration, homed in `dir`, its KV file there.
+    #[cfg(test)]
+    pub(crate) fn in_dir(dir: &std::path::Path) -> Namesrv {
+        let env = crate::config::Env {
+            home: dir.display().to_string(),
+            rocketmq_home: None,
+        };
+        let kv = crate::kv::KvStore::open(dir.join("kv.json")).unwrap();
+        Namesrv::new(crate::config::Config::defaults(&env), kv)
+    }
     /// State for a server starting now.
     pub fn new(config: Config, kv: KvStore) -> Namesrv {
         Namesrv {

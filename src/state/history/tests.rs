@@ -6,19 +6,12 @@ use tokio_util::sync::CancellationToken;
 use super::ring::Ring;
 use super::sample::{ALL_CLASSES, Gauges, Reading, Sample, quantile_ms};
 use super::*;
-use crate::config::{Config, Env};
-use crate::kv::KvStore;
 use crate::metrics::histogram::BUCKETS;
 use crate::metrics::{Eviction, LatencyClass, RegistrationOutcome, RequestSeries};
 use crate::state::route_table::testing::{register_topics, register_topics_in};
 
 fn state(dir: &tempfile::TempDir) -> Namesrv {
-    let env = Env {
-        home: dir.path().display().to_string(),
-        rocketmq_home: None,
-    };
-    let kv = KvStore::open(dir.path().join("kv.json")).unwrap();
-    Namesrv::new(Config::defaults(&env), kv)
+    Namesrv::in_dir(dir.path())
 }
 
 const ROUTE: RequestSeries = RequestSeries {

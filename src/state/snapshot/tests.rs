@@ -3,8 +3,6 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::*;
-use crate::config::{Config, Env};
-use crate::kv::KvStore;
 use crate::state::route_table::testing::*;
 
 const NOW: i64 = 1_800_000_000_000;
@@ -162,14 +160,7 @@ fn declared_timeouts_neither_make_an_old_snapshot_fresh_nor_survive_a_restart() 
 }
 
 fn state(dir: &std::path::Path) -> Namesrv {
-    let env = Env {
-        home: dir.display().to_string(),
-        rocketmq_home: None,
-    };
-    Namesrv::new(
-        Config::defaults(&env),
-        KvStore::open(dir.join("kv.json")).unwrap(),
-    )
+    Namesrv::in_dir(dir)
 }
 
 #[tokio::test]
