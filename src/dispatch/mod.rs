@@ -176,6 +176,29 @@ impl Done<'_> {
             ..Served::answer(req, resp)
         }
     }
+
+    /// Metrics: counts and times every request, and notes how registrations and durable
+    /// writes ended. The one place requests are recorded.
+    fn record(&self, response_code: i32, effects: Effects, storage_failed: bool) {
+        let metrics = self.state.metrics();
+        let elapsed = self.now.elapsed();
+        let series = self.route.map_or(RequestSeries::OTHER, |r| r.metric);
+        metrics.request(series, response_code, elapsed);
+        let success = response_code == response::SUCCESS;
+        match self.route.map_or(Writes::Nothing, |r| r.writes) {
+            Writes::Nothing => {}
+            Writes::Registration => metrics.registration(match effects.registration {
+                Some(applied) if success => applied,
+                _ => RegistrationOutcome::Refused,
+            }),
+            // Writes that reached the disk: refused requests (a missing field, a black-listed
+            // key) never got that far.
+            Writes::Durable(kind) if success || storage_failed => {
+                metrics.write(kind, elapsed, success)
+            }
+            Writes::Durable(_) => {}
+        }
+    }
 }
 
 /// As Java, before anything else, clients newer than 5.3.1 are told to go away while the
@@ -204,31 +227,6 @@ fn error_response(req: &RemotingCommand, e: &HandlerError) -> RemotingCommand {
         tracing::debug!(code = req.code, error = %e, "bad request");
     }
     e.to_response()
-}
-
-impl Done<'_> {
-    /// Metrics: counts and times every request, and notes how registrations and durable
-    /// writes ended. The one place requests are recorded.
-    fn record(&self, response_code: i32, effects: Effects, storage_failed: bool) {
-        let metrics = self.state.metrics();
-        let elapsed = self.now.elapsed();
-        let series = self.route.map_or(RequestSeries::OTHER, |r| r.metric);
-        metrics.request(series, response_code, elapsed);
-        let success = response_code == response::SUCCESS;
-        match self.route.map_or(Writes::Nothing, |r| r.writes) {
-            Writes::Nothing => {}
-            Writes::Registration => metrics.registration(match effects.registration {
-                Some(applied) if success => applied,
-                _ => RegistrationOutcome::Refused,
-            }),
-            // Writes that reached the disk: refused requests (a missing field, a black-listed
-            // key) never got that far.
-            Writes::Durable(kind) if success || storage_failed => {
-                metrics.write(kind, elapsed, success)
-            }
-            Writes::Durable(_) => {}
-        }
-    }
 }
 
 #[cfg(test)]
