@@ -1,5 +1,6 @@
-//! Command-line flags: those of Java's `mqnamesrv` plus logging (`--log-*`) and `--version`.
-//! No logic lives here; `main` turns the flags into a configuration.
+//! Command-line flags: those of Java's `mqnamesrv` (and, with `--controller`, of its
+//! `mqcontroller`) plus logging (`--log-*`) and `--version`. No logic lives here; `main` turns
+//! the flags into a configuration.
 
 use std::path::PathBuf;
 
@@ -11,9 +12,15 @@ use crate::telemetry::{LogFormat, LogRotation};
 #[derive(Debug, Parser)]
 #[command(name = "namesrv", version, about, long_about = None)]
 pub struct Args {
-    /// Name server config properties file (Java properties syntax, Java key names).
+    /// Name server config properties file (Java properties syntax, Java key names); with
+    /// `--controller`, the controller's (Java's `controller.conf`).
     #[arg(short = 'c', long = "configFile", value_name = "FILE")]
     pub config_file: Option<PathBuf>,
+
+    /// Run only the RocketMQ 5 controller, as Java's `mqcontroller` (`bin/mqcontroller`):
+    /// its requests on the port of this node's `controllerDLegerPeers` entry, no name server.
+    #[arg(long = "controller")]
+    pub controller: bool,
 
     /// Print every effective config item as key=value and exit.
     #[arg(short = 'p', long = "printConfigItem")]

@@ -73,6 +73,7 @@ pub mod auth;
 mod civil;
 pub mod cli;
 pub mod config;
+pub mod controller;
 pub mod dispatch;
 mod durable;
 mod error;

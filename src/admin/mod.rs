@@ -1,5 +1,5 @@
-//! `nsadmin`: mqadmin's name-server commands, without a JVM, plus `diff`, a check that the
-//! name servers of a cluster agree.
+//! `nsadmin`: mqadmin's name-server and controller commands, without a JVM, plus `diff`, a
+//! check that the name servers of a cluster agree.
 //!
 //! Layers: `options` parses the command line as mqadmin (commons-cli) does; `commands`
 //! runs one sub-command over a `Client` and prints mqadmin's output formats
@@ -12,7 +12,10 @@
 //! was wrong (or, for `diff`, the name servers differ); 2 a server could not be asked
 //! (connection refused, timeout, connection lost, no address); 3 a server refused the request
 //! (a non-success response code) or answered with something unreadable. Each failure is one
-//! line on stderr naming the server, the request and the code/remark.
+//! line on stderr naming the server, the request and the code/remark. The controller commands
+//! fit the same scheme: a controller group that knows no leader cannot be asked (2), a
+//! controller's non-zero answer (`CODE: 2007  DESC: …`) is a refusal (3), and a name or
+//! cluster the name server does not list is a refusal too (3).
 
 pub(crate) mod commands;
 pub(crate) mod credentials;
@@ -146,7 +149,7 @@ pub async fn run(args: &[String], env: &Env, out: &mut dyn Write, err: &mut dyn 
         Ok(p) => p,
         Err(e) => return usage_error(spec, &e.0, err),
     };
-    let setup = match Setup::new(&parsed, env) {
+    let setup = match Setup::new(spec, &parsed, env) {
         Ok(s) => s,
         Err(p) if p.exit == EXIT_USAGE => return usage_error(spec, &p.text, err),
         Err(p) => return report(&[p], 0, err),
@@ -170,7 +173,8 @@ pub async fn run(args: &[String], env: &Env, out: &mut dyn Write, err: &mut dyn 
 
 /// What every command needs: the address list and a configured client.
 pub(crate) struct Setup {
-    /// The `-n` (or `NAMESRV_ADDR`) addresses, in written order, without duplicates.
+    /// The `-n` (or `NAMESRV_ADDR`) addresses, in written order, without duplicates; empty
+    /// only for a command that does not ask a name server.
     pub(crate) servers: Vec<String>,
     /// Whether the list came from `-n` (mqadmin prints it in some messages only then).
     pub(crate) from_option: bool,
@@ -181,14 +185,16 @@ pub(crate) struct Setup {
 }
 
 impl Setup {
-    fn new(parsed: &options::Parsed, env: &Env) -> Result<Setup, Problem> {
+    fn new(spec: &CommandSpec, parsed: &options::Parsed, env: &Env) -> Result<Setup, Problem> {
         let usage = |text: String| Problem {
             text,
             exit: EXIT_USAGE,
         };
+        let needs_name_server = spec.kind.needs_name_server(parsed);
         let (list, from_option) = match (parsed.value("namesrvAddr"), &env.namesrv_addr) {
             (Some(n), _) => (n.to_owned(), true),
             (None, Some(n)) => (n.clone(), false),
+            (None, None) if !needs_name_server => (String::new(), false),
             (None, None) => {
                 return Err(usage(
                     "no name server address: give -n 'host:port;host:port' or set NAMESRV_ADDR"
@@ -197,10 +203,13 @@ impl Setup {
             }
         };
         let servers = split_addrs(&list);
-        if servers.is_empty() {
+        if servers.is_empty() && needs_name_server {
             return Err(usage(format!("no name server address in '{list}'")));
         }
-        let mut client = ClientOptions::default();
+        let mut client = ClientOptions {
+            timeout: Duration::from_millis(spec.kind.default_timeout_ms()),
+            ..ClientOptions::default()
+        };
         if let Some(ms) = parsed.value("timeout") {
             match ms.trim().parse::<u64>() {
                 Ok(ms) if ms > 0 => client.timeout = Duration::from_millis(ms),

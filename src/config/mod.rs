@@ -7,6 +7,7 @@
 //! (GET_NAMESRV_CONFIG, `-p`), as Java keeps a config file's extra properties. A value that
 //! does not parse is an error naming the file, the key and the value.
 
+pub mod controller;
 mod guard;
 pub mod properties;
 pub(crate) mod reload;
@@ -124,17 +125,7 @@ impl Config {
             }
         };
         let shown = path.display().to_string();
-        // A regular file of a few MiB at most: a FIFO or a huge file fails the load, not blocks it.
-        let bytes =
-            crate::durable::read::read_small(&path).map_err(|source| ConfigError::Read {
-                path: shown.clone(),
-                source,
-            })?;
-        let text = properties::decode_file_bytes(&bytes);
-        let props = properties::parse(&text).map_err(|source| ConfigError::Syntax {
-            path: shown.clone(),
-            source,
-        })?;
+        let props = read_properties(&path)?;
         let mut config = Self::from_properties(&props, &format!("config file {shown}"), env)?;
         if config_file.is_some() {
             config.settings.config_store_path = shown;
@@ -235,6 +226,15 @@ impl Config {
         properties::render_raw(all.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     }
 
+    /// The NettyServerConfig keys and values, sorted by key (a standalone controller's `-p`).
+    pub fn render_netty(&self) -> String {
+        let netty = Settings::KEYS.iter().filter(|i| i.group == Group::Netty);
+        let all: BTreeMap<&str, String> = netty
+            .map(|i| (i.name, self.settings.get(i.name).unwrap_or_default()))
+            .collect();
+        properties::render_raw(all.iter().map(|(k, v)| (*k, v.as_str())))
+    }
+
     /// Every effective key and value, this server's own keys included, sorted by key.
     pub(crate) fn effective_properties(&self) -> BTreeMap<String, String> {
         let mut all = self.all_properties();
@@ -322,6 +322,22 @@ impl Config {
             None => crate::durable::replace(path, text.as_bytes()),
         }
     }
+}
+
+/// The properties of the config file `path`, in file order (the controller reads its keys
+/// from the same file as the name server).
+pub fn read_properties(path: &Path) -> Result<Vec<(String, String)>, ConfigError> {
+    let shown = path.display().to_string();
+    // A regular file of a few MiB at most: a FIFO or a huge file fails the load, not blocks it.
+    let bytes = crate::durable::read::read_small(path).map_err(|source| ConfigError::Read {
+        path: shown.clone(),
+        source,
+    })?;
+    let text = properties::decode_file_bytes(&bytes);
+    properties::parse(&text).map_err(|source| ConfigError::Syntax {
+        path: shown,
+        source,
+    })
 }
 
 /// Whether a config-file key is one of the `tls.*` keys, which Java reads from system

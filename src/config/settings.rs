@@ -20,6 +20,10 @@ pub(crate) enum Group {
     Netty,
     /// This server's own keys (not in Java): listed by GET_NAMESRV_CONFIG only once set.
     Extension,
+    /// `ControllerConfig` (`super::controller`).
+    Controller,
+    /// `JraftConfig`, read from the file only (`super::controller`).
+    Jraft,
 }
 
 /// When an updated value takes effect.
@@ -63,7 +67,7 @@ impl Env {
         }
     }
 
-    fn under_home(&self, rel: &str) -> String {
+    pub(super) fn under_home(&self, rel: &str) -> String {
         format!("{}/{rel}", self.home.trim_end_matches('/'))
     }
 }
@@ -79,26 +83,34 @@ impl Env {
     }
 }
 
+/// Writes a key table: the typed struct `$name` with one field per key, its [`KeyInfo`]
+/// list, its defaults and string access by Java key name. The name server's [`Settings`] is
+/// one such table; the controller's keys (`super::controller`) are two more.
 macro_rules! settings {
-    ($(
+    ($(#[doc = $sdoc:literal])* $vis:vis struct $name:ident; $(
         $(#[doc = $doc:literal])*
         $key:literal => $field:ident: $ty:ty = $default:expr, $group:ident, $apply:ident;
     )*) => {
-        /// All settings, typed. Field docs give the Java key.
+        $(#[doc = $sdoc])*
         #[derive(Debug, Clone, PartialEq)]
-        pub struct Settings {
+        $vis struct $name {
             $( $(#[doc = $doc])* #[doc = concat!("\n\nKey `", $key, "`.")] pub $field: $ty, )*
         }
 
-        impl Settings {
+        impl $name {
             /// Every key, in declaration order.
             pub const KEYS: &'static [KeyInfo] = &[
                 $( KeyInfo { name: $key, group: Group::$group, apply: Apply::$apply }, )*
             ];
 
+            /// The key's description, if it is one of this table's.
+            pub fn key_info(key: &str) -> Option<&'static KeyInfo> {
+                Self::KEYS.iter().find(|k| k.name == key)
+            }
+
             /// The defaults for `env`.
-            pub fn defaults(env: &Env) -> Settings {
-                Settings { $( $field: ($default)(env), )* }
+            pub fn defaults(env: &Env) -> $name {
+                $name { $( $field: ($default)(env), )* }
             }
 
             /// A key's current value as text (`None` for unknown keys and null values).
@@ -128,7 +140,11 @@ macro_rules! settings {
     };
 }
 
+pub(super) use settings;
+
 settings! {
+    /// All settings, typed. Field docs give the Java key.
+    pub struct Settings;
     /// Installation directory; not needed by this server.
     "rocketmqHome" => rocketmq_home: Option<String> = |e: &Env| e.rocketmq_home.clone(), Namesrv, Ignored;
     /// The KV store's file.
@@ -163,8 +179,10 @@ settings! {
     "enableTopicList" => enable_topic_list: bool = |_: &Env| true, Namesrv, Live;
     /// Send NOTIFY_MIN_BROKER_ID_CHANGE (not supported).
     "notifyMinBrokerIdChanged" => notify_min_broker_id_changed: bool = |_: &Env| false, Namesrv, Ignored;
-    /// Start Java's embedded controller (not supported).
-    "enableControllerInNamesrv" => enable_controller_in_namesrv: bool = |_: &Env| false, Namesrv, Ignored;
+    /// Also serve the RocketMQ 5 controller, configured by this file's `ControllerConfig`
+    /// keys, on the port of this node's `controllerDLegerPeers` entry (read from the `-c`
+    /// file only, as Java).
+    "enableControllerInNamesrv" => enable_controller_in_namesrv: bool = |_: &Env| false, Namesrv, Restart;
     /// Refuse route queries for `waitSecondsForService` after start-up.
     "needWaitForService" => need_wait_for_service: bool = |_: &Env| false, Namesrv, Live;
     /// See `needWaitForService`.
@@ -351,13 +369,6 @@ impl Settings {
         kv.parent()
             .unwrap_or(std::path::Path::new(""))
             .join("routes.snapshot")
-    }
-}
-
-impl Settings {
-    /// The key's description, if it is one of ours.
-    pub fn key_info(key: &str) -> Option<&'static KeyInfo> {
-        Self::KEYS.iter().find(|k| k.name == key)
     }
 }
 

@@ -6,8 +6,8 @@
 
 pub(crate) mod table;
 
+pub use table::{CONTROLLER, Later, NAMESRV, RequestTable, Route, Writes, index_of, numbered};
 pub(crate) use table::{Cost, Handler};
-pub use table::{Later, NAMESRV, RequestTable, Route, Writes, index_of, numbered};
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -245,7 +245,7 @@ pub const fn index_of<const M: usize>(rows: &[Route]) -> [u8; M] {
 use Cost::{Cpu, Disk, Listing};
 use LatencyClass as L;
 use Permission::{Admin, Broker, Read};
-use handlers::{broker, kv, operator, route, topic};
+use handlers::{broker, controller_config, kv, operator, route, topic};
 
 /// The name server's rows, in the order its metric series are exposed.
 #[rustfmt::skip]
@@ -299,3 +299,42 @@ static NAMESRV_ROUTES: [Route; 23] = NAMESRV_ROWS;
 
 /// The name server's request table.
 pub static NAMESRV: RequestTable = RequestTable::new("namesrv", &NAMESRV_ROUTES, &NAMESRV_INDEX);
+
+/// The controller's rows (Java's `ControllerRequestProcessor` codes and the consensus layer's
+/// peer traffic), numbered after the name server's. Heartbeats and metadata are answered by
+/// any node at once; the leader-only codes finish later, after their commit.
+#[rustfmt::skip]
+const CONTROLLER_ROWS: [Route; 15] = numbered([
+    Route::new(cc::BROKER_HEARTBEAT, "BROKER_HEARTBEAT", "controller_broker_heartbeat", controller::heartbeat, L::Heartbeat, Broker),
+    Route::new(cc::CONTROLLER_GET_METADATA_INFO, "CONTROLLER_GET_METADATA_INFO", "controller_get_metadata_info", controller::metadata, L::List, Read),
+    Route::later(cc::CONTROLLER_GET_NEXT_BROKER_ID, "CONTROLLER_GET_NEXT_BROKER_ID", "controller_get_next_broker_id", controller::next_broker_id, L::Register, Broker),
+    Route::later(cc::CONTROLLER_APPLY_BROKER_ID, "CONTROLLER_APPLY_BROKER_ID", "controller_apply_broker_id", controller::apply_broker_id, L::Register, Broker),
+    Route::later(cc::CONTROLLER_REGISTER_BROKER, "CONTROLLER_REGISTER_BROKER", "controller_register_broker", controller::register_broker, L::Register, Broker),
+    Route::later(cc::CONTROLLER_GET_REPLICA_INFO, "CONTROLLER_GET_REPLICA_INFO", "controller_get_replica_info", controller::replica_info, L::List, Broker),
+    Route::later(cc::CONTROLLER_ALTER_SYNC_STATE_SET, "CONTROLLER_ALTER_SYNC_STATE_SET", "controller_alter_sync_state_set", controller::alter_sync_state_set, L::Register, Broker),
+    Route::later(cc::CONTROLLER_ELECT_MASTER, "CONTROLLER_ELECT_MASTER", "controller_elect_master", controller::elect_master, L::Admin, Broker)
+        .audited(&["brokerName", "brokerId", "designateElect"]),
+    Route::later(cc::CONTROLLER_GET_SYNC_STATE_DATA, "CONTROLLER_GET_SYNC_STATE_DATA", "controller_get_sync_state_data", controller::sync_state_data, L::List, Read),
+    Route::later(cc::CLEAN_BROKER_DATA, "CLEAN_BROKER_DATA", "clean_broker_data", controller::clean_broker_data, L::Admin, Admin)
+        .audited(&["clusterName", "brokerName", "brokerControllerIdsToClean", "isCleanLivingBroker"]),
+    Route::later(peer::RAFT_APPEND_ENTRIES, "RAFT_APPEND_ENTRIES", "raft_append_entries", controller::peer, L::Other, Broker),
+    Route::later(peer::RAFT_VOTE, "RAFT_VOTE", "raft_vote", controller::peer, L::Other, Broker),
+    Route::later(peer::RAFT_INSTALL_SNAPSHOT, "RAFT_INSTALL_SNAPSHOT", "raft_install_snapshot", controller::peer, L::Other, Broker),
+    Route::new(cc::UPDATE_CONTROLLER_CONFIG, "UPDATE_CONTROLLER_CONFIG", "update_controller_config", controller_config::update_config, L::Admin, Admin)
+        .cost(Disk).audited_with_config_keys().writes(Writes::Durable(Write::Config)),
+    Route::new(cc::GET_CONTROLLER_CONFIG, "GET_CONTROLLER_CONFIG", "get_controller_config", controller_config::get_config, L::Admin, Admin)
+        .audited(&[]),
+], NAMESRV_ROWS.len());
+
+/// The controller's codes: Java's are below 1024, the peer traffic's 51200..51203.
+static CONTROLLER_INDEX: [u8; 51_203] = index_of(&CONTROLLER_ROWS);
+
+static CONTROLLER_ROUTES: [Route; 15] = CONTROLLER_ROWS;
+
+/// The controller's request table (its own port).
+pub static CONTROLLER: RequestTable =
+    RequestTable::new("controller", &CONTROLLER_ROUTES, &CONTROLLER_INDEX);
+
+use crate::controller::code::request as cc;
+use crate::controller::raft::code as peer;
+use handlers::controller;

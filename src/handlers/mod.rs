@@ -4,6 +4,8 @@
 //! the typed header of `headers`.
 
 pub(crate) mod broker;
+pub(crate) mod controller;
+pub(crate) mod controller_config;
 pub(crate) mod headers;
 pub(crate) mod kv;
 pub(crate) mod operator;
@@ -14,6 +16,7 @@ use std::net::SocketAddr;
 
 use tokio::time::Instant;
 
+use crate::controller::Controller;
 use crate::error::HandlerError;
 use crate::metrics::RegistrationOutcome;
 use crate::protocol::RemotingCommand;
@@ -29,6 +32,8 @@ pub struct Context<'a> {
     pub(crate) peer: SocketAddr,
     /// The time the request is handled at (tokio's clock).
     pub(crate) now: Instant,
+    /// The controller, on a listener of a process that runs one.
+    pub(crate) controller: Option<&'a Controller>,
 }
 
 impl<'a> Context<'a> {
@@ -44,7 +49,14 @@ impl<'a> Context<'a> {
             conn,
             peer,
             now,
+            controller: None,
         }
+    }
+
+    /// The context, with the process's controller.
+    pub(crate) fn with_controller(mut self, controller: Option<&'a Controller>) -> Context<'a> {
+        self.controller = controller;
+        self
     }
 }
 

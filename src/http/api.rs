@@ -3,7 +3,7 @@
 //! Field names follow RocketMQ's JSON (camelCase); durations are milliseconds. A topic's
 //! route is the exact body a current client receives for GET_ROUTEINFO_BY_TOPIC. Clusters,
 //! brokers and topic searches come from the cached overview, at most a second old
-//! ([`super::views`]).
+//! ([`super::views`]). The controller's JSON is `super::controller::api`'s.
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::{App, visible_config, with_overview};
+use super::{App, readiness, visible_config, with_overview};
 use crate::handlers::route::{RouteOptions, lookup};
 use crate::metrics::{Eviction, LatencyClass, RegistrationOutcome};
 use crate::protocol::code::version;
@@ -76,9 +76,8 @@ fn group_json(cluster: &str, g: &GroupView) -> Value {
 /// `GET /api/status`: readiness and the headline counts.
 pub(super) async fn status(State(app): State<App>) -> Json<Value> {
     let now = Instant::now();
-    let not_ready: Vec<String> = app
-        .state
-        .readiness(now)
+    let controller = app.side.controller.as_ref();
+    let not_ready: Vec<String> = readiness(&app.state, controller, now)
         .iter()
         .map(ToString::to_string)
         .collect();
@@ -101,7 +100,17 @@ pub(super) async fn status(State(app): State<App>) -> Json<Value> {
             "refused": m.connections_refused(),
         },
         "kv": { "namespaces": namespaces, "entries": entries },
+        "standaloneController": app.side.standalone,
+        "controller": controller.map(super::controller::api::summary_json),
     }))
+}
+
+/// `GET /api/controller`: the controller this process runs; 404 when it runs none.
+pub(super) async fn controller(State(app): State<App>) -> Response {
+    match &app.side.controller {
+        Some(c) => Json(super::controller::api::controller_json(c)).into_response(),
+        None => not_found("this process runs no controller".to_owned()),
+    }
 }
 
 /// `GET /api/clusters`: clusters → broker groups → brokers.

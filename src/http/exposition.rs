@@ -2,7 +2,8 @@
 //! by prometheus-client's encoder from a collector that reads the counters and the state at
 //! scrape time. The counters' own families are written by [`crate::metrics`]; the state's
 //! gauges (routes, KV, eviction protection, peers) and the auth gate's counters are written
-//! here, where they are served, so that `metrics` stays a leaf the state can hold.
+//! here, where they are served, so that `metrics` stays a leaf the state can hold; the
+//! controller's, when the process runs one, by `super::controller::metrics`.
 
 use std::collections::BTreeMap;
 
@@ -13,6 +14,7 @@ use prometheus_client::registry::Registry;
 use tokio::time::Instant;
 
 use crate::auth::{AuthStats, Gate, Reason};
+use crate::controller::Controller;
 use crate::metrics::MAX_CLUSTER_SERIES;
 use crate::metrics::exposition::{
     Result, counter, encode_connections, encode_events, encode_preludes, encode_process,
@@ -26,17 +28,24 @@ pub(crate) const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_te
 
 /// The metrics of `state` and of the auth gate `auth`, in the Prometheus text format.
 pub fn render(state: &Namesrv, auth: &Gate) -> String {
+    render_with(state, auth, None)
+}
+
+/// [`render`], with the `namesrv_controller_*` families of `controller` when the process
+/// runs one (and its leader in `namesrv_ready`).
+pub fn render_with(state: &Namesrv, auth: &Gate, controller: Option<&Controller>) -> String {
     let mut registry = Registry::default();
-    registry.register_collector(Box::new(Scrape(state.clone(), auth.clone())));
+    let scrape = Scrape(state.clone(), auth.clone(), controller.cloned());
+    registry.register_collector(Box::new(scrape));
     let mut out = String::with_capacity(16 * 1024);
     prometheus_client::encoding::prometheus_text::encode(&mut out, &registry)
         .expect("writing to a String cannot fail");
     out
 }
 
-/// One scrape of one server.
+/// One scrape of one server, and of the controller it runs.
 #[derive(Debug)]
-struct Scrape(Namesrv, Gate);
+struct Scrape(Namesrv, Gate, Option<Controller>);
 
 impl Collector for Scrape {
     fn encode(&self, mut enc: DescriptorEncoder<'_>) -> Result {
@@ -44,12 +53,15 @@ impl Collector for Scrape {
         let metrics = state.metrics();
         encode_requests(&mut enc, metrics)?;
         encode_connections(&mut enc, metrics)?;
-        encode_state(&mut enc, state)?;
+        encode_state(&mut enc, state, self.2.as_ref())?;
         encode_peers(&mut enc, state)?;
         encode_events(&mut enc, metrics)?;
         encode_preludes(&mut enc, metrics)?;
         if let Some(stats) = self.1.stats() {
             encode_auth(&mut enc, &stats)?;
+        }
+        if let Some(controller) = &self.2 {
+            super::controller::metrics::encode(&mut enc, &controller.status())?;
         }
         encode_process(&mut enc)
     }
@@ -73,10 +85,14 @@ fn per_cluster<'a>(reported: &'a [Name], values: &BTreeMap<Name, usize>) -> Vec<
     out
 }
 
-fn encode_state(enc: &mut DescriptorEncoder<'_>, state: &Namesrv) -> Result {
+fn encode_state(
+    enc: &mut DescriptorEncoder<'_>,
+    state: &Namesrv,
+    controller: Option<&Controller>,
+) -> Result {
     let counts = state.routes().counts();
     let (namespaces, entries) = state.kv().counts();
-    let ready = state.readiness(Instant::now()).is_empty();
+    let ready = super::readiness(state, controller, Instant::now()).is_empty();
     let clusters = state.metrics().clusters_to_report(
         counts
             .live_brokers

@@ -5,7 +5,9 @@
 //! It runs as one task under the server's tracker ([`crate::server::run`] spawns `serve`)
 //! and only *reads* the shared state through the [`Namesrv`] handle: every route is a `GET`,
 //! so no endpoint can change anything. It keeps answering while the remoting connections
-//! drain at shutdown, so `/readyz` reports the drain instead of refusing connections.
+//! drain at shutdown, so `/readyz` reports the drain instead of refusing connections. When
+//! the process runs the controller (embedded or standalone), the page, `/api/controller`,
+//! `/metrics` and `/readyz` show it too (`controller`).
 //!
 //! Routes split in two groups: the open ones that probes, Prometheus and Java clients need
 //! (`/healthz`, `/readyz`, `/metrics`, `/rocketmq/...`) and the operator ones (`/` and
@@ -21,6 +23,7 @@
 mod access;
 mod api;
 mod chart;
+mod controller;
 mod deadline;
 pub mod exposition;
 mod health;
@@ -48,6 +51,8 @@ use crate::auth::Gate;
 use crate::config::Settings;
 use crate::log_limit::LogLimit;
 use crate::state::Namesrv;
+use crate::state::readiness::NotReady;
+pub(crate) use controller::Side;
 pub(crate) use listener::Peer;
 pub use listener::{
     HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT, WRITE_TIMEOUT,
@@ -61,6 +66,8 @@ struct App {
     remoting: SocketAddr,
     /// The request gate, whose accounts guard the operator routes when enforced.
     auth: Gate,
+    /// The controller this process runs, if any, and whether it runs alone.
+    side: Side,
     /// The operator views' cached overview and blocking-pool lane.
     views: Arc<views::Views>,
     /// Recent wrong credentials, by client.
@@ -80,12 +87,13 @@ pub async fn bind(s: &Settings) -> std::io::Result<Option<TcpListener>> {
 }
 
 /// Serves HTTP on `listener` until `stop` completes; `remoting` is the bound remoting
-/// address, `auth` the remoting port's gate (its accounts guard the operator routes).
+/// address, `auth` the remoting port's gate (its accounts guard the operator routes), `side`
+/// the controller shown beside the name server.
 pub(crate) async fn serve(
     listener: TcpListener,
     state: Namesrv,
     remoting: SocketAddr,
-    auth: Gate,
+    (auth, side): (Gate, Side),
     stop: impl Future<Output = ()> + Send + 'static,
 ) {
     let local = listener.local_addr().ok();
@@ -94,6 +102,7 @@ pub(crate) async fn serve(
         state,
         remoting,
         auth,
+        side,
         views: Arc::default(),
         failures: Arc::default(),
         refusal_log: Arc::new(Mutex::new(LogLimit::new(access::REFUSAL_LOG_INTERVAL))),
@@ -179,6 +188,7 @@ fn operator_routes(app: &App) -> Router<App> {
         .route("/api/kv/{namespace}", get(api::kv_namespace))
         .route("/api/config", get(api::config))
         .route("/api/history", get(api::history))
+        .route("/api/controller", get(api::controller))
         .route_layer(axum::middleware::from_fn_with_state(
             app.clone(),
             access::require_admin,
@@ -186,7 +196,8 @@ fn operator_routes(app: &App) -> Router<App> {
 }
 
 async fn metrics(axum::extract::State(app): axum::extract::State<App>) -> Response {
-    let body = exposition::render(&app.state, &app.auth);
+    let controller = app.side.controller.as_ref();
+    let body = exposition::render_with(&app.state, &app.auth, controller);
     ([(header::CONTENT_TYPE, exposition::CONTENT_TYPE)], body).into_response()
 }
 
@@ -208,6 +219,18 @@ async fn with_overview(
         .run(move || view(&app, &overview))
         .await
         .unwrap_or_else(shutting_down)
+}
+
+/// Every reason this process is not ready at `now`: the name server's, and on a controller
+/// node, not knowing a leader.
+fn readiness(
+    state: &Namesrv,
+    controller: Option<&crate::controller::Controller>,
+    now: tokio::time::Instant,
+) -> Vec<NotReady> {
+    let mut reasons = state.readiness(now);
+    reasons.extend(controller.and_then(controller::not_ready));
+    reasons
 }
 
 /// The answer when the runtime shuts down before a view could be built.

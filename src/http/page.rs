@@ -2,7 +2,9 @@
 //! nothing fetched from elsewhere), readable on a laptop and a phone, reloading itself every
 //! 10 s. It shows the same data as the JSON API, from the same cached overview, and the
 //! last hour's trends as inline SVG charts (`trends`); it is rendered on the blocking pool
-//! ([`super::views`]).
+//! ([`super::views`]). On a controller node it has a "Controller" section
+//! (`super::controller::page`); a standalone controller's page leaves out the name server's
+//! routes, topics and KV, which it never holds.
 //!
 //! Its `Content-Security-Policy` allows its own inline style and script, by their SHA-256, and
 //! nothing else: no other script, no framing, no form posting elsewhere.
@@ -19,7 +21,7 @@ use tokio::time::Instant;
 use super::api::client_route;
 use super::html::{Html, age, utc};
 use super::views::Overview;
-use super::{App, visible_config, with_overview};
+use super::{App, readiness, visible_config, with_overview};
 use crate::protocol::code::version;
 use crate::state::route_table::overview::{ClusterView, GroupView, find_topics};
 
@@ -81,27 +83,39 @@ fn render(app: &App, overview: &Overview, topic: &str) -> String {
     header(&mut h, app);
     h.raw("<main>");
     cards(&mut h, app, overview);
+    if let Some(controller) = &app.side.controller {
+        super::controller::page::section(&mut h, controller);
+    }
     let uptime = Instant::now().saturating_duration_since(app.state.started());
     super::trends::section(&mut h, &app.state.history().view(), uptime);
-    clusters_section(&mut h, &overview.clusters);
-    topics_section(&mut h, app, overview, topic);
-    kv_section(&mut h, app);
+    // A standalone controller serves no name-server requests: its routes and KV are empty
+    // by construction, not for want of brokers.
+    if !app.side.standalone {
+        clusters_section(&mut h, &overview.clusters);
+        topics_section(&mut h, app, overview, topic);
+        kv_section(&mut h, app);
+    }
     config_section(&mut h, app);
-    h.raw("</main><footer>JSON for scripts: ")
-        .raw("<a href=\"/api/status\">/api/status</a> · <a href=\"/api/clusters\">/api/clusters</a> · ")
-        .raw("<a href=\"/api/brokers\">/api/brokers</a> · <a href=\"/api/topics\">/api/topics</a> · ")
-        .raw("<a href=\"/api/kv\">/api/kv</a> · <a href=\"/api/config\">/api/config</a> · ")
-        .raw("<a href=\"/api/history\">/api/history</a> · ")
-        .raw("<a href=\"/metrics\">/metrics</a> · <a href=\"/readyz\">/readyz</a>. ")
-        .raw("This page reloads itself every 10 s.</footer><script>")
-        .raw(SCRIPT)
-        .raw("</script></body></html>");
+    h.raw("</main><footer>JSON for scripts: ");
+    if app.side.controller.is_some() {
+        h.raw("<a href=\"/api/controller\">/api/controller</a> · ");
+    }
+    h.raw(
+        "<a href=\"/api/status\">/api/status</a> · <a href=\"/api/clusters\">/api/clusters</a> · ",
+    )
+    .raw("<a href=\"/api/brokers\">/api/brokers</a> · <a href=\"/api/topics\">/api/topics</a> · ")
+    .raw("<a href=\"/api/kv\">/api/kv</a> · <a href=\"/api/config\">/api/config</a> · ")
+    .raw("<a href=\"/api/history\">/api/history</a> · ")
+    .raw("<a href=\"/metrics\">/metrics</a> · <a href=\"/readyz\">/readyz</a>. ")
+    .raw("This page reloads itself every 10 s.</footer><script>")
+    .raw(SCRIPT)
+    .raw("</script></body></html>");
     h.finish()
 }
 
 fn header(h: &mut Html, app: &App) {
     let now = Instant::now();
-    let not_ready = app.state.readiness(now);
+    let not_ready = readiness(&app.state, app.side.controller.as_ref(), now);
     h.raw("<header><h1>namesrv <small>")
         .text(env!("CARGO_PKG_VERSION"))
         .raw("</small></h1> ");
@@ -113,11 +127,14 @@ fn header(h: &mut Html, app: &App) {
             .text(&reasons.join("; "))
             .raw("</span>");
     }
-    h.raw("<div class=\"meta\">RocketMQ name server at ")
-        .text(&app.remoting.to_string())
-        .raw(" · up ")
-        .text(&age(now.saturating_duration_since(app.state.started())))
-        .raw("</div></header>");
+    h.raw(match app.side.standalone {
+        true => "<div class=\"meta\">RocketMQ controller at ",
+        false => "<div class=\"meta\">RocketMQ name server at ",
+    })
+    .text(&app.remoting.to_string())
+    .raw(" · up ")
+    .text(&age(now.saturating_duration_since(app.state.started())))
+    .raw("</div></header>");
 }
 
 fn card(h: &mut Html, value: impl std::fmt::Display, label: &'static str, note: &str) {
@@ -136,22 +153,22 @@ fn cards(h: &mut Html, app: &App, overview: &Overview) {
     let (namespaces, entries) = app.state.kv().counts();
     let m = app.state.metrics();
     h.raw("<section class=\"cards\" id=\"summary\">");
-    card(h, clusters.len(), "clusters", "");
-    card(h, groups, "broker groups", "");
-    card(h, live, "live brokers", "");
-    card(h, topics, "topics", "");
+    if !app.side.standalone {
+        card(h, clusters.len(), "clusters", "");
+        card(h, groups, "broker groups", "");
+        card(h, live, "live brokers", "");
+        card(h, topics, "topics", "");
+    }
     let refused = m.connections_refused();
     let note = format!(
         " ({} accepted, {refused} refused)",
         m.connections_accepted()
     );
     card(h, m.connections_open(), "connections open", &note);
-    card(
-        h,
-        entries,
-        "KV entries",
-        &format!(" in {}", count(namespaces, "namespace")),
-    );
+    if !app.side.standalone {
+        let note = format!(" in {}", count(namespaces, "namespace"));
+        card(h, entries, "KV entries", &note);
+    }
     h.raw("</section>");
 }
 

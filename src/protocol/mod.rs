@@ -19,6 +19,7 @@
 pub mod body;
 pub mod code;
 pub mod command;
+pub mod controller_code;
 pub(crate) mod frame;
 pub mod header_binary;
 pub mod header_json;

@@ -20,7 +20,8 @@ pub(crate) struct BodyError {
     pub(crate) detail: String,
 }
 
-fn parse<T: DeserializeOwned>(what: &'static str, body: &[u8]) -> Result<T, BodyError> {
+/// Decodes a JSON-object body of fastjson's output into `T`, naming the body as `what`.
+pub(super) fn parse<T: DeserializeOwned>(what: &'static str, body: &[u8]) -> Result<T, BodyError> {
     let err = |detail: String| BodyError { what, detail };
     if body.is_empty() {
         return Err(err("the answer has no body".into()));

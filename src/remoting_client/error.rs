@@ -3,6 +3,7 @@
 //! for the request codes.
 
 use crate::protocol::code::request;
+use crate::protocol::controller_code::request as controller;
 
 /// What went wrong with one request to one server.
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +82,13 @@ pub(super) fn request_name(code: i32) -> &'static str {
         request::ADD_WRITE_PERM_OF_BROKER => "ADD_WRITE_PERM_OF_BROKER",
         GET_BROKER_RUNTIME_INFO => "GET_BROKER_RUNTIME_INFO",
         QUERY_TOPIC_CONSUME_BY_WHO => "QUERY_TOPIC_CONSUME_BY_WHO",
+        controller::CONTROLLER_ELECT_MASTER => "CONTROLLER_ELECT_MASTER",
+        controller::CONTROLLER_GET_METADATA_INFO => "CONTROLLER_GET_METADATA_INFO",
+        controller::CONTROLLER_GET_SYNC_STATE_DATA => "CONTROLLER_GET_SYNC_STATE_DATA",
+        controller::GET_BROKER_EPOCH_CACHE => "GET_BROKER_EPOCH_CACHE",
+        controller::UPDATE_CONTROLLER_CONFIG => "UPDATE_CONTROLLER_CONFIG",
+        controller::GET_CONTROLLER_CONFIG => "GET_CONTROLLER_CONFIG",
+        controller::CLEAN_BROKER_DATA => "CLEAN_BROKER_DATA",
         _ => "REQUEST",
     }
 }

@@ -2,7 +2,8 @@
 //! [`crate::protocol`]'s frame codec. Requests are stamped like a Java client's (version 479,
 //! language JAVA, JSON headers unless told otherwise), signed when [`Credentials`] are set
 //! (as `AclClientRPCHook` does), answers matched by `opaque`, and a batch pipelined
-//! ([`Client::call_many`]). [`decode`] reads the answers' bodies as a Java client does.
+//! ([`Client::call_many`]). [`decode`] reads the answers' bodies as a Java client does, and
+//! `decode_controller` the controller's answers.
 //!
 //! Used by `nsadmin` ([`crate::admin`]) and by the daemon's peer checks ([`crate::peers`]);
 //! nothing here formats output for either. Every failure becomes a [`CallError`] naming the
@@ -10,6 +11,7 @@
 //! byte stream is opened in one place, `connect`; a TLS stream plugs in there.
 
 pub(crate) mod decode;
+pub(crate) mod decode_controller;
 mod error;
 
 use std::collections::HashMap;
@@ -239,6 +241,35 @@ impl Client {
                 },
             })
         }
+    }
+
+    /// Sends `req` to `addr` one-way (Java's `invokeOneway`): written and flushed within
+    /// the options' timeout, no answer awaited. A failed write drops the connection.
+    pub(crate) async fn oneway(&mut self, addr: &str, req: &Request) -> Result<(), CallError> {
+        let opaque = self.next_opaque;
+        self.next_opaque = self.next_opaque.wrapping_add(1).max(1);
+        let mut cmd = self.command(req, opaque);
+        cmd.flag |= crate::protocol::code::FLAG_ONEWAY;
+        let mut frame = BytesMut::new();
+        encode_frame(&cmd, self.opts.serialize_type, &mut frame);
+        let wait = self.opts.timeout;
+        let fail = |failure| CallError {
+            server: addr.to_owned(),
+            code: req.code,
+            failure,
+        };
+        let conn = self.connection(addr).await.map_err(fail)?;
+        let write = async {
+            conn.stream.write_all(&frame).await?;
+            conn.stream.flush().await
+        };
+        let failure = match timeout(wait, write).await {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(e)) => Failure::Io(e),
+            Err(_) => Failure::Timeout(wait.as_millis()),
+        };
+        self.connections.remove(addr);
+        Err(fail(failure))
     }
 
     /// Sends `reqs` to `addr` pipelined (at most [`PIPELINE_WINDOW`] in flight) and returns

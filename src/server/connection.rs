@@ -46,6 +46,7 @@ use super::offload::Lane;
 use super::outbound::{Attached, Line};
 use super::prelude::Transport;
 use crate::auth::Gate;
+use crate::controller::Controller;
 use crate::dispatch::{Cost, Pending, RequestTable, Served, serve as dispatch};
 use crate::handlers::Context;
 use crate::log_limit::LogLimit;
@@ -237,6 +238,11 @@ pub(super) async fn serve(
             End::Idle => c.state.connection_idled_out(conn),
             _ => c.state.connection_closed(conn),
         }
+        // A controller's heartbeat on this connection marks it too (Java's
+        // `BrokerHousekeepingService#onChannelClose` on the controller port).
+        if let Some(controller) = &server.handles.controller {
+            controller.connection_closed(conn, Instant::now());
+        }
     }
 }
 
@@ -413,17 +419,12 @@ impl Conn<'_> {
         let served = if frame.len() > INLINE_FRAME_MAX {
             let (state, conn, peer) = (self.state.clone(), self.conn, self.peer);
             let auth = self.server.handles.auth.clone();
+            let controller = self.server.handles.controller.clone();
             let line = self.outbound.line().clone();
             self.offloaded(Lane::Cpu, move |now| {
                 let (request, _) = decode_frame(frame)?;
-                Ok(handle_request(
-                    table,
-                    &state,
-                    (conn, peer, &auth),
-                    &line,
-                    now,
-                    request,
-                ))
+                let who = (conn, peer, &auth, controller.as_ref());
+                Ok(handle_request(table, &state, who, &line, now, request))
             })
             .await?
             .map_err(End::Malformed)?
@@ -437,16 +438,24 @@ impl Conn<'_> {
             };
             match lane {
                 None => {
-                    let who = (self.conn, self.peer, &self.server.handles.auth);
+                    let handles = &self.server.handles;
+                    let who = (
+                        self.conn,
+                        self.peer,
+                        &handles.auth,
+                        handles.controller.as_ref(),
+                    );
                     let line = self.outbound.line();
                     handle_request(table, &self.state, who, line, Instant::now(), request)
                 }
                 Some(lane) => {
                     let (state, conn, peer) = (self.state.clone(), self.conn, self.peer);
                     let auth = self.server.handles.auth.clone();
+                    let controller = self.server.handles.controller.clone();
                     let line = self.outbound.line().clone();
                     self.offloaded(lane, move |now| {
-                        handle_request(table, &state, (conn, peer, &auth), &line, now, request)
+                        let who = (conn, peer, &auth, controller.as_ref());
+                        handle_request(table, &state, who, &line, now, request)
                     })
                     .await?
                 }
@@ -512,7 +521,7 @@ impl Conn<'_> {
 fn handle_request(
     table: &RequestTable,
     state: &Namesrv,
-    (conn, peer, auth): (ConnId, SocketAddr, &Gate),
+    (conn, peer, auth, controller): (ConnId, SocketAddr, &Gate, Option<&Controller>),
     line: &Line,
     now: Instant,
     request: RemotingCommand,
@@ -524,7 +533,8 @@ fn handle_request(
         },
         false => request,
     };
-    dispatch(table, &Context::new(state, conn, peer, now), &request, auth)
+    let ctx = Context::new(state, conn, peer, now).with_controller(controller);
+    dispatch(table, &ctx, &request, auth)
 }
 
 /// Reads whatever the peer already sent, without waiting for more (and at most a few

@@ -100,6 +100,9 @@ pub struct Handles {
     pub prelude: Prelude,
     /// Requests the server sends to its connected clients; the caller keeps a clone.
     pub outbound: outbound::Outbound,
+    /// The controller this process also runs (embedded or standalone), whose rows the
+    /// controller's request table serves; `None` for a plain name server.
+    pub controller: Option<crate::controller::Controller>,
 }
 
 impl Handles {
@@ -110,7 +113,14 @@ impl Handles {
             reload: Reload::new(),
             prelude,
             outbound: outbound::Outbound::new(),
+            controller: None,
         }
+    }
+
+    /// The handles, serving `controller` too.
+    pub fn with_controller(mut self, controller: crate::controller::Controller) -> Handles {
+        self.controller = Some(controller);
+        self
     }
 }
 
@@ -157,6 +167,9 @@ pub struct Server {
     closings: connection::CloseLog,
     snapshots: Option<SnapshotWriter>,
     extra: Vec<Box<dyn Service>>,
+    /// What the main remoting listener serves: the name server's table, or the controller's
+    /// in a standalone controller.
+    table: &'static RequestTable,
 }
 
 impl Server {
@@ -168,6 +181,7 @@ impl Server {
             closings: connection::CloseLog::default(),
             snapshots: config.snapshot.clone().map(SnapshotWriter::new),
             extra: Vec::new(),
+            table: &NAMESRV,
             config,
             handles,
         }
@@ -177,6 +191,21 @@ impl Server {
     /// allocator trim, say).
     pub fn with_service(mut self, service: impl Service) -> Server {
         self.extra.push(Box::new(service));
+        self
+    }
+
+    /// Runs every service of `services` beside the server's own (the controller's).
+    pub fn with_services(mut self, services: impl IntoIterator<Item = impl Service>) -> Server {
+        for service in services {
+            self.extra.push(Box::new(service));
+        }
+        self
+    }
+
+    /// The server, its main remoting listener serving `table` rather than the name
+    /// server's (a standalone controller serves only [`crate::dispatch::CONTROLLER`]).
+    pub fn serving(mut self, table: &'static RequestTable) -> Server {
+        self.table = table;
         self
     }
 }
@@ -244,7 +273,8 @@ pub async fn run(
         stopping.send_replace(Some(wait));
         wait
     };
-    listener(remoting, &NAMESRV).serve(until).await;
+    let table = server.table;
+    listener(remoting, table).serve(until).await;
     drain(&state, &server, &cancel, &tracker).await;
     http_stop.cancel();
     Ok(())

@@ -1,8 +1,9 @@
 //! The name server's background services, built in one list ([`list`]): the broker-expiry
 //! scan, SIGHUP, the auth accounts watch, the config reload, the peer checks, the route
-//! snapshots, the TLS material watch, the history sampler and the HTTP side door. Each wraps a
-//! task that lives with its subject (`state::housekeeping`, `auth::watch`, `peers`, `tls`,
-//! `state::history`, `http`…); this file only says what each needs and when it runs.
+//! snapshots, the TLS material watch, the history sampler and the HTTP side door (given the
+//! controller too, when the process runs one). Each wraps a task that lives with its subject
+//! (`state::housekeeping`, `auth::watch`, `peers`, `tls`, `state::history`, `http`…); this
+//! file only says what each needs and when it runs.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -92,6 +93,11 @@ pub(super) fn list(parts: Parts<'_>) -> Vec<Box<dyn Service>> {
             state: state.clone(),
             remoting,
             auth: handles.auth.clone(),
+            side: crate::http::Side {
+                controller: handles.controller.clone(),
+                // A standalone controller's main listener serves the controller's table.
+                standalone: server.table.name == crate::dispatch::CONTROLLER.name,
+            },
             limit: limit.clone(),
             permits: server.config.max_connections as u32,
             hard_stop: http_stop.clone(),
@@ -155,6 +161,8 @@ struct HttpSideDoor {
     state: Namesrv,
     remoting: SocketAddr,
     auth: Gate,
+    /// The controller the status page, `/api` and `/metrics` show, if the process runs one.
+    side: crate::http::Side,
     limit: Arc<Semaphore>,
     /// All of `limit`'s permits.
     permits: u32,
@@ -172,6 +180,7 @@ impl Service for HttpSideDoor {
             state,
             remoting,
             auth,
+            side,
             limit,
             permits,
             hard_stop,
@@ -183,7 +192,24 @@ impl Service for HttpSideDoor {
                 _ = hard_stop.cancelled() => {}
             }
         };
-        Box::pin(crate::http::serve(listener, state, remoting, auth, drained))
+        Box::pin(crate::http::serve(
+            listener,
+            state,
+            remoting,
+            (auth, side),
+            drained,
+        ))
+    }
+}
+
+/// The controller's background work runs as any other service.
+impl Service for crate::controller::Background {
+    fn name(&self) -> &'static str {
+        crate::controller::Background::name(self)
+    }
+
+    fn run(self: Box<Self>, cancel: CancellationToken) -> ServiceFuture {
+        (*self).run(cancel)
     }
 }
 

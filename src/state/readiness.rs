@@ -1,6 +1,8 @@
 //! Readiness: whether clients should be sent to this server now. It is what `/readyz`
 //! answers and `namesrv_ready` exports, so a Kubernetes rolling restart never routes clients
-//! to a name server that would refuse their route lookups or knows no brokers yet.
+//! to a name server that would refuse their route lookups or knows no brokers yet. On a
+//! controller node the side door adds one reason of its own ([`NotReady::NoControllerLeader`],
+//! decided in `crate::http`, since the name server never reads the controller).
 
 use std::fmt;
 use std::time::Duration;
@@ -23,6 +25,13 @@ pub(crate) enum NotReady {
         /// The configured minimum.
         wanted: usize,
     },
+    /// The controller this process runs knows no leader of its group: its leader-only
+    /// requests would all be refused (CONTROLLER_NOT_LEADER with nobody to redirect to).
+    /// Decided beside the controller (`crate::http`), which the name server never reads.
+    NoControllerLeader {
+        /// The `controllerDLegerGroup`.
+        group: String,
+    },
 }
 
 impl fmt::Display for NotReady {
@@ -36,6 +45,9 @@ impl fmt::Display for NotReady {
             NotReady::ShuttingDown => f.write_str("shutting down"),
             NotReady::TooFewBrokers { live, wanted } => {
                 write!(f, "{live} live broker(s), httpReadyMinLiveBrokers={wanted}")
+            }
+            NotReady::NoControllerLeader { group } => {
+                write!(f, "controller group {group}: no leader known to this node")
             }
         }
     }

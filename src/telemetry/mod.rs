@@ -87,12 +87,18 @@ const PREFIX: &str = "namesrv-rs";
 /// The name of the link to the current log file.
 pub(crate) const CURRENT_LOG: &str = "namesrv-rs.log";
 
+/// The filter without `--log-level` or `RUST_LOG`: openraft narrates every vote and append
+/// at info; the controller logs what an operator needs (leaders, elections) itself.
+const DEFAULT_FILTER: &str = "info,openraft=warn";
+
 /// Installs the global subscriber. An unparsable filter, a log directory that cannot be used
 /// or an audit file that cannot be opened is an error naming it.
 pub fn init(opts: &LogOptions) -> Result<LogGuard, String> {
     let mut filter = match &opts.level {
         Some(l) => EnvFilter::try_new(l).map_err(|e| format!("invalid --log-level {l:?}: {e}"))?,
-        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        None => {
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER))
+        }
     };
     let audit = match &opts.audit_log {
         Some(path) => {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compatibility suite: real, independent RocketMQ software against our name server.
 #
-#   tests/compat/run.sh [--only fake|ali-ons|rust|prometheus|browser] ...
+#   tests/compat/run.sh [--only fake|ali-ons|rust|prometheus|browser|controller] ...
 #
 # Starts target/release/namesrv (or $NAMESRV_BIN) on a free loopback port with its files in a
 # temporary directory, then runs
@@ -28,7 +28,16 @@
 #            of deploy/grafana/namesrv.json must have data (tests/compat/grafana_check.py);
 #   browser  headless Chromium (Debian's chromium) opens the status page of a name server
 #            holding fake brokers, topics and KV entries, on a laptop and a phone screen, and
-#            saves screenshots (tests/compat/status_page.py).
+#            saves screenshots (tests/compat/status_page.py);
+#   controller  Apache RocketMQ 5.3.3 brokers (the java-broker package, a Debian JRE) in controller
+#            mode against our controller (tests/compat/controller_check.py): standalone
+#            (`namesrv --controller`); three brokers of one set on a name server embedding a
+#            one-node controller (one master in the controller and our routes, replication,
+#            e2e, kill -9 and SIGSTOP of the master with no acknowledged message lost, the killed
+#            broker rejoining as slave); the same set on three name servers embedding a
+#            three-node group (kill -9 of the controller leader, then of the broker master); and
+#            the set moved to a controller without its data (identity files, then without them).
+#            Failover timings are printed as RESULT lines under their check.
 # Everything is stopped by PID at the end. Exit status: 0 if every check passed, 1 if any check
 # failed, 2 if the environment could not be prepared (tool missing, install failed, no ports).
 #
@@ -36,7 +45,9 @@
 # and are reused by later runs: the broker (cargo install, 15-30 min on 2 cores the first time),
 # the client checks' build (7-15 min), ali-ons' node_modules (seconds). Warm runs take ~15 s.
 # The prometheus and browser groups apt-get install `prometheus` / `chromium` when missing
-# (about 1-3 min; needs root or password-less sudo).
+# (about 1-3 min; needs root or password-less sudo). The controller group lays the java-broker
+# package out in the cache (seconds; its setup.sh apt-installs a JRE and Debian jar packages when
+# missing, 1-3 min); its four checks then take 5-7 min on 2 cores (JVM start-ups dominate).
 #
 # Environment:
 #   NAMESRV_BIN             name server binary to test (default: cargo build --release, then
@@ -48,6 +59,11 @@
 #                           the broker also uses PORT-2 and PORT+1)
 #   NAMESRV_COMPAT_SCREENSHOTS  where the browser check saves its screenshots (default: the
 #                           temporary directory's screenshots/)
+#   NAMESRV_COMPAT_JAVA_BROKER  the java-broker package (default: the first of ../shared/peers/
+#                           java-broker beside this clone, beside the main worktree of a git
+#                           worktree, or beside the clone's origin when that is a local path).
+#                           Its setup.sh installs a JRE and Debian jars with apt when missing
+#                           (root or sudo) and lays it out in $NAMESRV_COMPAT_CACHE/java-broker.
 set -Eeuo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -60,10 +76,10 @@ CLUSTER=DefaultCluster
 ONLY=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --only) [ $# -ge 2 ] || { echo "usage: $0 [--only fake|ali-ons|rust|prometheus|browser] ..." >&2; exit 2; }
+    --only) [ $# -ge 2 ] || { echo "usage: $0 [--only fake|ali-ons|rust|prometheus|browser|controller] ..." >&2; exit 2; }
             ONLY+=("$2"); shift 2 ;;
-    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
-    *) echo "usage: $0 [--only fake|ali-ons|rust|prometheus|browser] ..." >&2; exit 2 ;;
+    -h|--help) sed -n '2,63p' "$0"; exit 0 ;;
+    *) echo "usage: $0 [--only fake|ali-ons|rust|prometheus|browser|controller] ..." >&2; exit 2 ;;
   esac
 done
 # Prometheus watches the rocketmq-rust broker and client: asking for it asks for them.
@@ -112,6 +128,15 @@ RESULTS=()
 FAILED=0
 cleanup() {
   local rc=$?
+  # The controller check stops its brokers and nodes itself; these are left only if it was killed.
+  if [ -f "$WORK/controller/pids" ]; then
+    local p
+    while read -r p; do
+      if kill -0 "$p" 2>/dev/null && grep -qE 'BrokerStartup|namesrv' "/proc/$p/cmdline" 2>/dev/null; then
+        kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null || true
+      fi
+    done < "$WORK/controller/pids"
+  fi
   stop_pid "$BROKER_PID" broker 30
   stop_pid "$PROM_PID" prometheus 15
   stop_pid "$NS_PID" namesrv 15
@@ -144,7 +169,7 @@ fi
 
 # nsadmin is checked against the live cluster; it sits beside the name server binary.
 NSADMIN_BIN="${NSADMIN_BIN:-$(dirname "$NAMESRV_BIN")/nsadmin}"
-if wanted rust && [ ! -x "$NSADMIN_BIN" ]; then
+if { wanted rust || wanted controller; } && [ ! -x "$NSADMIN_BIN" ]; then
   (cd "$REPO" && timeout 3600 cargo build --release --bin nsadmin) || die "cargo build --release of nsadmin failed"
   NSADMIN_BIN="${CARGO_TARGET_DIR:-$REPO/target}/release/nsadmin"
   case "$NSADMIN_BIN" in /*) ;; *) NSADMIN_BIN="$REPO/$NSADMIN_BIN" ;; esac
@@ -179,6 +204,16 @@ apt_install() {
   say "$* installed in $((SECONDS - t0)) s"
 }
 wanted prometheus && apt_install promtool prometheus
+
+JAVA_BROKER_PKG=""
+JAVA_BROKER_HOME_DIR="$CACHE/java-broker"
+if wanted controller; then
+  # Kept outside the repository, beside it (controller/find-java-broker.sh says where it looks).
+  JAVA_BROKER_PKG="$("$HERE/controller/find-java-broker.sh")" || die "the java-broker package was not found"
+  say "laying out the java-broker package $JAVA_BROKER_PKG in $JAVA_BROKER_HOME_DIR (setup.sh)"
+  timeout 1200 "$JAVA_BROKER_PKG/bin/setup.sh" "$JAVA_BROKER_HOME_DIR" </dev/null >/dev/null 2>"$WORK/logs/java-broker-setup.log" \
+    || { tail -n 20 "$WORK/logs/java-broker-setup.log" >&2; die "java-broker setup.sh failed (see $WORK/logs/java-broker-setup.log)"; }
+fi
 wanted browser && apt_install chromium chromium fonts-dejavu-core
 
 BROKER_BIN="$CACHE/broker/bin/rocketmq-broker-rust"
@@ -580,6 +615,20 @@ if wanted browser; then
   SHOTS="${NAMESRV_COMPAT_SCREENSHOTS:-$WORK/screenshots}"
   check "chromium: the status page on a laptop and a phone" 180 \
     python3 "$HERE/status_page.py" "$NS" "$NS_HTTP" --out "$SHOTS"
+fi
+
+if wanted controller; then
+  for run in "standalone:our standalone controller (namesrv --controller):180" \
+             "single:java-broker 5.3.3 x3 vs embedded controller, 1 node:900" \
+             "three:java-broker 5.3.3 x3 vs embedded controllers, 3 nodes:900" \
+             "migrate:java-broker 5.3.3 x3 moved to a controller without their data:600"; do
+    IFS=: read -r scen name limit <<<"$run"
+    check "$name" "$limit" python3 "$HERE/controller_check.py" --scenario "$scen" \
+      --namesrv-bin "$NAMESRV_BIN" --nsadmin-bin "$NSADMIN_BIN" --java-pkg "$JAVA_BROKER_PKG" --java-home "$JAVA_BROKER_HOME_DIR" \
+      --work "$WORK/controller"
+    log="$WORK/logs/check-${name//[^A-Za-z0-9._-]/_}.log"
+    ! grep -qE '^(RESULT|NOTE) ' "$log" || RESULTS+=("$(grep -E '^(RESULT|NOTE) ' "$log" | sed -E 's/^(RESULT|NOTE) /        \1 /; s/^        RESULT /        /')")
+  done
 fi
 
 for pair in "namesrv:$NS_PID" "namesrv-signed:$NS_SIGNED_PID" "namesrv-by-address:$NS_ADDR_PID" "namesrv-enforcing:$NS_TLS_PID"; do

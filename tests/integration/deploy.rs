@@ -140,25 +140,36 @@ fn metrics_the_alert_rules_name() -> BTreeSet<String> {
 }
 
 /// Every metric an alert rule names is one the server exposes, so that a renamed metric
-/// cannot leave an alert that never fires. Auth (audit, so the broker may register unsigned)
-/// and a peer check are on, since their families appear only then.
+/// cannot leave an alert that never fires. Auth (audit, so the broker may register unsigned),
+/// a peer check and an embedded one-node controller are on, since their families appear only
+/// then.
 #[tokio::test]
 async fn every_metric_the_alert_rules_name_is_exposed() {
-    let (_dir, acl) = crate::harness::temp_file(
+    let (dir, acl) = crate::harness::temp_file(
         "acl.yml",
         "accounts:\n  - {accessKey: rocketmq2, secretKey: 12345678, admin: true}\n",
     );
     let properties = format!(
-        "authMode=audit\nauthConfigPath={}\nnamesrvPeers=127.0.0.1:1\npeerCheckIntervalMillis=100\n",
-        acl.display()
+        "authMode=audit\nauthConfigPath={}\nnamesrvPeers=127.0.0.1:1\npeerCheckIntervalMillis=100\n\
+         controllerDLegerGroup=g\ncontrollerDLegerPeers=n0-127.0.0.1:9878\ncontrollerDLegerSelfId=n0\n\
+         controllerStorePath={}\n",
+        acl.display(),
+        dir.path().join("raft").display()
     );
-    let (server, mut client) = TestServer::with_client(&properties).await;
+    let server = TestServer::start_with(crate::harness::Options {
+        properties,
+        controller: true,
+        ..Default::default()
+    })
+    .await;
+    let mut client = server.client().await;
     register_master(&mut client, "broker-a", "127.0.0.1:10911", &["T", "U"]).await;
     let wanted = metrics_the_alert_rules_name();
     assert!(wanted.len() >= 10, "{wanted:?}");
     let mut missing = wanted.clone();
     for _ in 0..250 {
-        let text = namesrv::http::exposition::render(&server.state, &server.auth);
+        let controller = server.controller.as_ref();
+        let text = namesrv::http::exposition::render_with(&server.state, &server.auth, controller);
         let exposed: BTreeSet<&str> = text
             .lines()
             .filter(|l| !l.starts_with('#'))

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::harness::process::free_port;
 use crate::harness::spawned::{self, BIN, Spawned};
 use crate::harness::{TestClient, register_broker_a, route};
 
@@ -149,12 +150,6 @@ async fn a_pid_that_does_not_listen_on_our_port_is_left_alone() {
         let resp = route(&mut client, "TopicA").await;
         assert_eq!(resp.code, 17, "TOPIC_NOT_EXIST from the target");
     }
-}
-
-/// A port the system just handed out, free again.
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,12 +1,15 @@
 //! The sub-commands: stage two of the command line (typed values from the parsed options),
 //! the requests, and the output. Reads go to one name server (the next one on a connection
-//! failure, as mqadmin's client does); writes go to every name server of `-n`.
+//! failure, as mqadmin's client does); writes go to every name server of `-n`. The controller
+//! commands (`controller`, `replicas`) talk to the controller nodes of `-a` instead.
 //!
 //! Output goes to stdout as mqadmin prints it (or as JSON with `--json`); every failure is
 //! collected as a [`Problem`] for the caller to print on stderr.
 
 mod cluster;
+mod controller;
 mod read;
+mod replicas;
 mod write;
 
 use std::hash::{BuildHasher, Hasher};
@@ -51,6 +54,21 @@ pub(crate) async fn execute(
         CommandKind::WipeWritePerm => write::change_write_perm(&mut ctx, parsed, true).await,
         CommandKind::AddWritePerm => write::change_write_perm(&mut ctx, parsed, false).await,
         CommandKind::DeleteTopic => write::delete_topic(&mut ctx, parsed).await,
+        CommandKind::GetSyncStateSet => replicas::get_sync_state_set(&mut ctx, parsed).await,
+        CommandKind::GetBrokerEpoch => replicas::get_broker_epoch(&mut ctx, parsed).await,
+        CommandKind::GetControllerMetaData => {
+            controller::get_controller_metadata(&mut ctx, parsed).await
+        }
+        CommandKind::GetControllerConfig => {
+            controller::get_controller_config(&mut ctx, parsed).await
+        }
+        CommandKind::UpdateControllerConfig => {
+            controller::update_controller_config(&mut ctx, parsed).await
+        }
+        CommandKind::ElectMaster => controller::elect_master(&mut ctx, parsed).await,
+        CommandKind::CleanBrokerMetadata => {
+            controller::clean_broker_metadata(&mut ctx, parsed).await
+        }
         CommandKind::Diff => {
             let servers = ctx.servers.clone();
             let (problems, exit) =

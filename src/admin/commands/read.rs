@@ -11,9 +11,7 @@ use crate::admin::format;
 use crate::admin::options::Parsed;
 use crate::config::properties;
 use crate::protocol::code::request;
-use crate::protocol::java_hash::{
-    Table, concurrent_order, sort_strings_by_java_order, string_hash,
-};
+use crate::protocol::java_hash::{Table, sort_strings_by_java_order};
 use crate::remoting_client::decode::{self, ClusterInfo, RouteInfo};
 use crate::remoting_client::{QUERY_TOPIC_CONSUME_BY_WHO, Request};
 
@@ -263,16 +261,6 @@ pub(super) async fn get_namesrv_config(ctx: &mut Ctx<'_>) -> Result<(), Problem>
         ctx.print_json(&json!(doc));
         return Ok(());
     }
-    // mqadmin keeps the answers in a HashMap(4) by address, each in a Properties (a
-    // ConcurrentHashMap of 16 buckets), and prints them in those tables' order.
-    sort_strings_by_java_order(&mut configs, Table::HashMap(4), |(a, _)| a);
-    let mut text = String::new();
-    for (addr, entries) in configs {
-        let _ = writeln!(text, "============{addr}============");
-        for (k, v) in concurrent_order(entries, 16, |(k, _)| string_hash(k)) {
-            let _ = writeln!(text, "{k:<50}=  {v}");
-        }
-    }
-    ctx.print(&text);
+    ctx.print(&format::config_tables(configs));
     Ok(())
 }

@@ -1,6 +1,10 @@
 //! mqadmin's output formats, byte for byte (Java's `TopicRouteSubCommand` and
 //! `ClusterListSubCommand`): the fastjson pretty form of a
-//! topic route, the `-l` route table, the `clusterList` tables, and Java's collection texts.
+//! topic route, the `-l` route table, the `clusterList` tables, the configuration tables of
+//! `getNamesrvConfig` and `getControllerConfig`, and Java's collection texts. The controller
+//! commands' texts are in `controller`.
+
+pub(crate) mod controller;
 
 use std::fmt::Write as _;
 
@@ -268,6 +272,24 @@ pub(crate) fn java_order<T>(entries: &Ordered<T>) -> Vec<&(String, T)> {
         |e| &e.0,
     );
     v
+}
+
+/// The configuration tables of `getNamesrvConfig` / `getControllerConfig`: mqadmin keeps the
+/// answers in a `HashMap(4)` by address, each in a `Properties` (a `ConcurrentHashMap` of 16
+/// buckets), prints them in those tables' order, each key padded to 50 columns.
+pub(crate) fn config_tables(mut configs: Vec<(String, Vec<(String, String)>)>) -> String {
+    use crate::protocol::java_hash::{
+        Table, concurrent_order, sort_strings_by_java_order, string_hash,
+    };
+    sort_strings_by_java_order(&mut configs, Table::HashMap(4), |(a, _)| a);
+    let mut text = String::new();
+    for (addr, entries) in configs {
+        let _ = writeln!(text, "============{addr}============");
+        for (k, v) in concurrent_order(entries, 16, |(k, _)| string_hash(k)) {
+            let _ = writeln!(text, "{k:<50}=  {v}");
+        }
+    }
+    text
 }
 
 /// `UtilAll.frontStringAtLeast`: the first `n` characters.

@@ -18,8 +18,8 @@ use table::COMMON;
 /// One option of a sub-command.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct OptSpec {
-    /// The one-letter name (`-n`), if any.
-    pub(crate) short: Option<char>,
+    /// The short name (`-n`; mqadmin has a few of two letters, `-bn`), if any.
+    pub(crate) short: Option<&'static str>,
     /// The long name (`--namesrvAddr`).
     pub(crate) long: &'static str,
     /// Whether the option takes a value.
@@ -33,8 +33,7 @@ pub(crate) struct OptSpec {
 impl OptSpec {
     /// commons-cli's key: the short name, else the long one.
     fn key(&self) -> String {
-        self.short
-            .map_or_else(|| self.long.to_owned(), String::from)
+        self.short.unwrap_or(self.long).to_owned()
     }
 }
 
@@ -53,7 +52,46 @@ pub(crate) enum CommandKind {
     WipeWritePerm,
     AddWritePerm,
     DeleteTopic,
+    GetSyncStateSet,
+    GetBrokerEpoch,
+    GetControllerMetaData,
+    GetControllerConfig,
+    UpdateControllerConfig,
+    ElectMaster,
+    CleanBrokerMetadata,
     Diff,
+}
+
+impl CommandKind {
+    /// Whether the command, with these options, asks a name server (so needs `-n` or
+    /// `NAMESRV_ADDR`). The controller commands reach the controller through `-a` and ask a
+    /// name server only to list a cluster's (or a broker name's) brokers.
+    pub(crate) fn needs_name_server(self, parsed: &Parsed) -> bool {
+        match self {
+            CommandKind::GetSyncStateSet => !parsed.has("brokerName") && parsed.has("clusterName"),
+            CommandKind::GetBrokerEpoch => parsed.has("brokerName") || parsed.has("clusterName"),
+            CommandKind::GetControllerMetaData
+            | CommandKind::GetControllerConfig
+            | CommandKind::UpdateControllerConfig
+            | CommandKind::ElectMaster
+            | CommandKind::CleanBrokerMetadata => false,
+            _ => true,
+        }
+    }
+
+    /// How long to wait for an answer unless `--timeout` says: mqadmin waits 3000 ms for
+    /// the controller's leader-discovery and leader-only requests and for a broker's epoch
+    /// cache, 5000 ms for everything else.
+    pub(crate) fn default_timeout_ms(self) -> u64 {
+        match self {
+            CommandKind::GetSyncStateSet
+            | CommandKind::GetBrokerEpoch
+            | CommandKind::GetControllerMetaData
+            | CommandKind::ElectMaster
+            | CommandKind::CleanBrokerMetadata => 3000,
+            _ => 5000,
+        }
+    }
 }
 
 /// A sub-command: its name, one-line description and options (besides the common ones).
@@ -201,17 +239,14 @@ impl CommandSpec {
         parsed: &mut Parsed,
     ) -> Result<Option<(&OptSpec, Option<String>)>, UsageError> {
         let (name, inline) = split_eq(rest);
-        let mut chars = name.chars();
-        let first = chars.next().unwrap_or('-');
-        if chars.as_str().is_empty()
-            && let Some(o) = self.all_options().find(|o| o.short == Some(first))
-        {
+        if let Some(o) = self.all_options().find(|o| o.short == Some(name)) {
             return Ok(Some((o, inline)));
         }
         if let Ok(o) = self.long_option(name, token) {
             return Ok(Some((o, inline)));
         }
-        let Some(o) = self.all_options().find(|o| o.short == Some(first)) else {
+        let first = name.chars().next().unwrap_or('-');
+        let Some(o) = self.short_letter(first) else {
             return Err(UsageError(format!("Unrecognized option: {token}")));
         };
         let after = &rest[first.len_utf8()..];
@@ -221,7 +256,7 @@ impl CommandSpec {
         }
         // A burst of flags: every letter must be a known option; a valued one ends the burst.
         for (at, c) in rest.char_indices() {
-            let Some(o) = self.all_options().find(|o| o.short == Some(c)) else {
+            let Some(o) = self.short_letter(c) else {
                 return Err(UsageError(format!("Unrecognized option: -{c}")));
             };
             if o.takes_value {
@@ -235,6 +270,13 @@ impl CommandSpec {
             parsed.values.push((o.long, None));
         }
         Ok(None)
+    }
+
+    /// The option whose short name is the one letter `c`.
+    fn short_letter(&self, c: char) -> Option<&OptSpec> {
+        let mut buf = [0u8; 4];
+        let letter: &str = c.encode_utf8(&mut buf);
+        self.all_options().find(|o| o.short == Some(letter))
     }
 
     /// The usage text commons-cli's `HelpFormatter.printHelp(app, options, true)` prints.
@@ -267,7 +309,9 @@ impl CommandSpec {
             .collect();
         let width = lefts.iter().map(String::len).max().unwrap_or(0);
         for (left, o) in lefts.iter().zip(&opts) {
-            let _ = writeln!(out, "{left:<width$}   {}", o.desc);
+            let room = 110usize.saturating_sub(width + 3).max(20);
+            let desc = wrap_words(o.desc, room, width + 3);
+            let _ = writeln!(out, "{left:<width$}   {desc}");
         }
         out
     }
@@ -294,6 +338,26 @@ fn split_eq(s: &str) -> (&str, Option<String>) {
 /// followed by anything as an option, except a lone `-` and negative numbers).
 fn looks_like_option(token: &str) -> bool {
     token.len() > 1 && token.starts_with('-') && token[1..].parse::<f64>().is_err()
+}
+
+/// An option's description as `HelpFormatter` lays it out: words wrapped to lines of at most
+/// `room` characters, continuation lines indented by `indent` (the description column).
+fn wrap_words(text: &str, room: usize, indent: usize) -> String {
+    let mut out = String::new();
+    let mut line_len = 0;
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        if line_len > 0 && line_len + 1 + word.len() > room {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            line_len = 0;
+        } else if line_len > 0 {
+            out.push(' ');
+            line_len += 1;
+        }
+        out.push_str(word);
+        line_len += word.len();
+    }
+    out
 }
 
 /// Wraps `text` at spaces to `width` columns, indenting continuation lines by `indent`.

@@ -109,3 +109,75 @@ fn diff_offers_compare_all_beside_ignore_config() {
     assert!(s.parse(&args(&["--compareAll"])).unwrap().has("compareAll"));
     assert!(s.parse(&args(&["-compareAll"])).unwrap().has("compareAll"));
 }
+
+#[test]
+fn two_letter_short_options_beside_one_letter_ones() {
+    // electMaster has -b (brokerId) and -bn (brokerName), as commons-cli allows.
+    let s = spec("electMaster");
+    for form in [
+        &["-a", "c:1", "-b", "2", "-bn", "broker-a", "-c", "C"][..],
+        &["-bn", "broker-a", "-b2", "-a=c:1", "--clusterName", "C"],
+        &[
+            "--brokerName=broker-a",
+            "--brokerId",
+            "2",
+            "-a",
+            "c:1",
+            "-c",
+            "C",
+        ],
+    ] {
+        let p = s
+            .parse(&args(form))
+            .unwrap_or_else(|e| panic!("{form:?}: {e}"));
+        assert_eq!(
+            (p.value("brokerId"), p.value("brokerName")),
+            (Some("2"), Some("broker-a")),
+            "{form:?}"
+        );
+    }
+    assert_eq!(
+        s.parse(&args(&["-a", "c:1", "-b", "2"])).unwrap_err().0,
+        "Missing required options: bn, c"
+    );
+    let text = s.usage();
+    assert!(
+        text.starts_with("usage: nsadmin electMaster -a <arg> -b <arg> -bn <arg> -c <arg> "),
+        "{text}"
+    );
+    assert!(text.contains("\n -bn,--brokerName <arg> "), "{text}");
+}
+
+#[test]
+fn long_descriptions_wrap_into_their_column() {
+    let text = spec("cleanBrokerMetadata").usage();
+    let at = text.find(" -b,--brokerControllerIdsToClean <arg>").unwrap();
+    let mut lines = text[at..].lines();
+    let first = lines.next().unwrap();
+    let column = first.find("The brokerController").unwrap();
+    let second = lines.next().unwrap();
+    assert_eq!(second.find(|c| c != ' '), Some(column), "{text}");
+    assert!(first.len() <= 110 && second.len() <= 110, "{text}");
+    assert!(second.ends_with("broker-3"), "{text}");
+}
+
+#[test]
+fn controller_commands_are_listed_after_the_name_server_ones() {
+    let names: Vec<&str> = COMMANDS.iter().map(|c| c.name).collect();
+    let at = names
+        .iter()
+        .position(|n| *n == "updateNamesrvConfig")
+        .unwrap();
+    assert_eq!(
+        names[at + 1..at + 8],
+        [
+            "getSyncStateSet",
+            "getBrokerEpoch",
+            "getControllerMetaData",
+            "getControllerConfig",
+            "updateControllerConfig",
+            "electMaster",
+            "cleanBrokerMetadata"
+        ]
+    );
+}

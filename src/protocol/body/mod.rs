@@ -2,6 +2,7 @@
 //! decoding what brokers and clients send and
 //! writing what Java sends back, property for property.
 
+pub(crate) mod controller;
 pub mod data_version;
 pub(crate) mod lenient;
 pub mod lists;

@@ -6,6 +6,7 @@
 #![allow(dead_code)] // each test module uses a different part of the harness
 
 pub mod client;
+pub mod controller;
 pub mod http;
 pub mod process;
 pub mod requests;

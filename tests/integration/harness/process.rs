@@ -286,6 +286,12 @@ impl Server {
     }
 }
 
+/// A loopback port the system just handed out, free again (the binary binds it right after).
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
 /// At most the last `n` bytes of `text` (whole characters), for failure messages.
 pub fn tail(text: &str, n: usize) -> &str {
     let mut start = text.len().saturating_sub(n);

@@ -5,8 +5,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use namesrv::auth::Gate;
+use namesrv::config::controller::ControllerConfig;
 use namesrv::config::{Config, Env, properties};
-use namesrv::dispatch::RequestTable;
+use namesrv::controller::Controller;
+use namesrv::dispatch::{CONTROLLER, RequestTable};
 use namesrv::kv::{KvLimits, KvStore};
 use namesrv::protocol::SerializeType;
 use namesrv::reload::Reload;
@@ -37,6 +39,10 @@ pub struct TestServer {
     pub outbound: Outbound,
     /// The addresses of the further listeners `Options::more_tables` asked for, in order.
     pub more: Vec<SocketAddr>,
+    /// The controller's listener, when started with `Options::controller`.
+    pub controller_addr: Option<SocketAddr>,
+    /// The controller, when started with `Options::controller`.
+    pub controller: Option<Controller>,
     prelude: Prelude,
     pub home: tempfile::TempDir,
     stop: Option<oneshot::Sender<()>>,
@@ -68,6 +74,12 @@ pub struct Options {
     pub system_properties: Vec<String>,
     /// Further remoting listeners, one per table, beside the name server's.
     pub more_tables: Vec<&'static RequestTable>,
+    /// Also run the controller, as `enableControllerInNamesrv=true` does: its keys from the
+    /// same properties, its listener on 127.0.0.1:0 serving `dispatch::CONTROLLER`.
+    pub controller: bool,
+    /// A controller built by the test (say, on an in-memory log) to run instead of one
+    /// started from the properties; its listener and services as with `controller`.
+    pub controller_with: Option<namesrv::controller::Controller>,
 }
 
 /// The server configuration `main` builds from `config`, with TLS from `tls`: the one place a
@@ -77,6 +89,18 @@ pub fn server_config(config: &Config, tls: &TlsSettings) -> (ServerConfig, Handl
     let auth = Gate::load(&config.settings).unwrap();
     let prelude = Prelude::load(tls, &config.settings).expect("TLS settings load");
     (server_config, Handles::new(auth, prelude))
+}
+
+/// The controller `main` starts for `config` (its keys from the same file or properties).
+async fn start_controller(opts: &Options, config: &Config, env: &Env) -> Controller {
+    let props = match &opts.config_file {
+        Some(file) => namesrv::config::read_properties(file).unwrap(),
+        None => properties::parse(&opts.properties).unwrap(),
+    };
+    let keys = ControllerConfig::from_properties(&props, "test", env).unwrap();
+    let settings =
+        namesrv::controller::ControllerSettings::from_config(&keys, &config.settings).unwrap();
+    Controller::start(settings, None).await.unwrap()
 }
 
 impl TestServer {
@@ -133,7 +157,17 @@ impl TestServer {
         let kv = KvStore::open_with(kv_path, KvLimits::from_settings(&config.settings)).unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let (server_config, handles) = server_config(&config, &tls_base(&opts, &config, &dir));
+        let controller = match (opts.controller_with.clone(), opts.controller) {
+            (Some(controller), _) => Some(controller),
+            (None, true) => Some(start_controller(&opts, &config, &env).await),
+            (None, false) => None,
+        };
+        let (server_config, mut handles) = server_config(&config, &tls_base(&opts, &config, &dir));
+        let mut services = Vec::new();
+        if let Some(controller) = &controller {
+            handles = handles.with_controller(controller.clone());
+            services = controller.services();
+        }
         let (auth, reload) = (handles.auth.clone(), handles.reload.clone());
         let (prelude, outbound) = (handles.prelude.clone(), handles.outbound.clone());
         let state = Namesrv::new(config, kv);
@@ -151,6 +185,15 @@ impl TestServer {
             .iter()
             .map(|r| r.listener.local_addr().unwrap())
             .collect();
+        let mut controller_addr = None;
+        if controller.is_some() {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            controller_addr = Some(listener.local_addr().unwrap());
+            more.push(Remoting {
+                listener,
+                table: &CONTROLLER,
+            });
+        }
         let listeners = Listeners {
             remoting: listener,
             more,
@@ -164,7 +207,7 @@ impl TestServer {
         let task = tokio::spawn(server::run(
             listeners,
             state.clone(),
-            Server::new(server_config, handles),
+            Server::new(server_config, handles).with_services(services),
             async {
                 let _ = rx.await;
             },
@@ -177,6 +220,8 @@ impl TestServer {
             reload,
             outbound,
             more: more_addrs,
+            controller_addr,
+            controller,
             prelude,
             home: dir,
             stop: Some(tx),

@@ -283,7 +283,15 @@ impl RouteTable {
             cluster: key.cluster.clone(),
             addr: master.clone(),
         };
+        let own_state = self.live.get(key).map(|l| l.data_version.state_version);
         match self.live.get(&master_key) {
+            // In controller mode the state version is the master epoch: a master registered
+            // at an older epoch than this slave's is a deposed one whose successor has not
+            // registered yet. Pointing the slave's replication at it would strand the slave
+            // (its HA client does not reconnect when a later answer names the new master).
+            Some(live) if own_state.is_some_and(|own| live.data_version.state_version < own) => {
+                RegisterOutcome::without_master()
+            }
             Some(live) => RegisterOutcome::Registered {
                 master_addr: Some(master),
                 ha_server_addr: live.ha_server_addr.clone(),

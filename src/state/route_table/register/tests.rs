@@ -118,6 +118,31 @@ fn one_address_never_has_two_ids() {
     assert_eq!(addrs, vec![(0, "a:2".to_owned())]);
 }
 
+/// Controller mode: the state version is the master epoch. A slave of epoch 2 registering
+/// while the deposed master of epoch 1 still holds id 0 is not pointed at it (its HA client
+/// would stay attached to the old master); a slave of the master's own epoch is.
+#[test]
+fn a_slave_is_not_pointed_at_a_master_of_an_older_epoch() {
+    let mut t = RouteTable::new();
+    register_broker_a(
+        &mut t,
+        &body_with(1, 1, &[("A", 4, 4, 6, 0), ("B", 4, 4, 6, 0)]),
+        now(),
+    );
+    let newer = body_with(1, 2, &[("A", 4, 4, 6, 0), ("B", 4, 4, 6, 0)]);
+    let out = register(&mut t, &reg("broker-a", "a:2", 1, 2), &newer, now());
+    assert_eq!(out, RegisterOutcome::without_master());
+    let same = body_with(1, 1, &[("A", 4, 4, 6, 0), ("B", 4, 4, 6, 0)]);
+    let out = register(&mut t, &reg("broker-a", "a:3", 2, 3), &same, now());
+    assert_eq!(
+        out,
+        RegisterOutcome::Registered {
+            master_addr: Some("a:1".into()),
+            ha_server_addr: Some("ha:1".into())
+        }
+    );
+}
+
 #[test]
 fn older_state_version_at_a_new_address_is_ignored() {
     let mut t = RouteTable::new();
