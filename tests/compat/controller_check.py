@@ -20,7 +20,8 @@ Scenarios (all by default, in this order):
   three       three name servers each embedding one node of a three-node group: one leader, one
               master; kill -9 of the controller leader's process (the master stays, a new leader
               within seconds), then kill -9 of the broker master: a new master, messages flow; the
-              killed node restarted follows the leader and refuses leader-only requests with 2007;
+              killed node, restarted while the sender still sends, follows the leader, refuses
+              leader-only requests with 2007 and routes the topic again; nothing acknowledged lost;
   migrate     the set moved to a controller without its data: brokers keeping brokerIdentity
               files are refused (1003 -> 2010) and stay fenced, as with Java; after the operator
               deletes those and the epoch files (stores kept) they get new ids, elect a master,
@@ -179,9 +180,10 @@ def kill_master(c, steps, bset, state, info, label, window=20):
     must(steps.expect("kill -9 of the master %s: a new master in the controller (1006) and in our routes (105)"
                       % state.master_addr, problems, "%s" % f.new))
     rc = sender.wait(window + 120)
-    steps.expect("no acknowledged message lost across the failover (send-consume.sh, allAckInSyncStateSet)",
-                 [] if rc == 0 and sender.passed() else ["send-consume.sh: %s" % (sender.summary() or sender.output()[-800:])],
-                 sender.summary())
+    if not steps.expect("no acknowledged message lost across the failover (send-consume.sh, allAckInSyncStateSet)",
+                        [] if rc == 0 and sender.passed() else ["send-consume.sh: %s" % (sender.summary() or sender.output()[-800:])],
+                        sender.summary()):
+        log("send-consume.sh failed; " + sender.report())
     log(f.result_line(label, sender))
     return f
 
@@ -298,19 +300,23 @@ def three(c, steps):
     bset, state, info = start_set(c, steps, g)
     java_e2e(c, steps, g, "TopicE2E3")
 
-    window = 40
+    # The killed name server is restarted inside the send window: the sender's consumer starts
+    # when the window ends, and Java 5.3.3's lite-pull consumer fails to start when the first name
+    # server it picks refuses the connection (MQClientInstance turns the RemotingConnectException
+    # of its first route lookup into an IllegalStateException), so with one of three down it read
+    # nothing in about a third of the runs. A producer rides over a dead name server; a consumer
+    # starting later belongs to a deployment whose operator has restarted it.
+    window = 50
     topic = "TopicLeader%d" % int(time.time() * 1000 % 100000)
-    # The consumer gets 120 s: once (1 CI run in about 10) it had read nothing after 60 s here,
-    # with every message acknowledged; its client log is printed if that happens again.
     sender = scenario.JavaClient(c, "send-consume.sh", [g.ns_list(), topic, window, 50, 120],
                                  "send-consume-%s.log" % topic).start()
+    t_sender = time.monotonic()
     cl.wait_until("route", lambda: remoting.route_addrs(g.nodes[0].ns_addr, topic, BROKER_NAME), 30)
     time.sleep(3)
     leader = g.agreed_leader()
     victim = g.node_of(leader)
     t_kill = time.time()
     victim.kill9()
-    survivors = [n for n in g.nodes if n is not victim]
 
     def new_leader():
         l = g.agreed_leader()
@@ -332,20 +338,31 @@ def three(c, steps):
     problems = f.run(state, info, 30)
     must(steps.expect("then kill -9 of the broker master %s: a new master (1006) and in the routes of both"
                       " surviving name servers (105)" % state.master_addr, problems, str(f.new)))
+
+    restart_follower(c, steps, victim, nl, topic)
+    left = window - (time.monotonic() - t_sender)
+    steps.expect("the restarted name server is back before the sender's window ends",
+                 [] if left > 0 else ["%.1f s after the window ended: its consumer may have picked the dead node" % -left],
+                 "%.1f s to spare" % left)
     rc = sender.wait(window + 180)
     kept = steps.expect("no acknowledged message lost across both failovers (send-consume.sh)",
                         [] if rc == 0 and sender.passed() else ["send-consume.sh: %s" % (sender.summary() or sender.output()[-800:])],
                         sender.summary())
     if not kept:
-        log("the Java clients' last warnings:\n" + sender.client_log())
+        log("send-consume.sh failed; " + sender.report())
     log(f.result_line("kill -9 of the master after a leader change, three-node group", sender))
 
+
+def restart_follower(c, steps, victim, leader, topic):
+    """Restarts the killed name server on its store: its controller node follows `leader`,
+    refuses a leader-only request, and its routes know `topic` again once the brokers
+    re-register (every registerNameServerPeriod, 10 s)."""
     t0 = time.monotonic()
     must(steps.expect("the killed node restarts on its store", [] if victim.start() else ["see %s" % c.logs]))
 
     def follows():
         m = remoting.metadata_with_timeout(victim.ctl_addr, 1.0)
-        return m if m.get("controllerLeaderAddress") == nl and m.get("isLeader") == "false" else None
+        return m if m.get("controllerLeaderAddress") == leader and m.get("isLeader") == "false" else None
 
     m = cl.wait_until("follows", follows, 30)
     steps.expect("it follows the current leader (1005)", [] if m else ["1005 of %s: %s" % (
@@ -355,7 +372,9 @@ def three(c, steps):
     ok = isinstance(r, remoting.Reply) and r.code == remoting.CONTROLLER_NOT_LEADER \
         and r.remark == "The controller is not in leader state"
     steps.expect("a follower refuses a leader-only request with 2007 (1006)", [] if ok else ["answered %s" % r], str(r))
-    _ = survivors
+    routed = cl.wait_until("route", lambda: remoting.route_addrs(victim.ns_addr, topic, BROKER_NAME), 30)
+    steps.expect("its routes know the topic again (the brokers re-registered)",
+                 [] if routed else ["no route for %s within 30 s" % topic], "%s after %s" % (routed, since(t0)))
 
 
 def migrate(c, steps):

@@ -185,16 +185,24 @@ class JavaClient:
         lines = self.output().strip().splitlines()
         return bool(lines) and lines[-1] == "PASS"
 
-    def client_log(self, lines=40):
-        """The last warnings and errors of the Java clients' own log (run-client.sh writes every
-        client's to one file under the java-broker home), for a failure's report."""
+    def client_log(self, lines=60):
+        """This client's own lines of the Java clients' shared log (run-client.sh writes every
+        client's to one file under the java-broker home; the scripts exec the JVM, so its pid is
+        ours), for a failure's report."""
         path = os.path.join(self.c.java_home, "state", "client", "logs", "rocketmqlogs", "rocketmq_client.log")
+        mine = " [%d] " % self.proc.pid
         try:
             with open(path, errors="replace") as f:
-                picked = [l.rstrip()[:300] for l in f if re.search(r" (WARN|ERROR) |rebalance|route info changed", l)]
+                picked = [l.rstrip()[:300] for l in f if mine in l]
         except OSError as e:
             return "no client log (%s)" % e
-        return "\n".join(picked[-lines:])
+        return "\n".join(picked[-lines:]) or "no line of pid %d in %s" % (self.proc.pid, path)
+
+    def report(self):
+        """What a failed run printed besides its summary (stack traces, OUTAGE lines) and its
+        client log lines."""
+        out = [l for l in self.output().splitlines() if l.strip()]
+        return "its output (last 60 lines):\n%s\nits client log:\n%s" % ("\n".join(out[-60:]), self.client_log())
 
 
 def e2e(c, ns_list, topic, count=50, timeout=60):
