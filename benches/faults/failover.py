@@ -104,7 +104,6 @@ def make_topology(tag, rundir, seed, prof):
 
 
 def one_run(nemesis, profile, run, outdir, settle_timeout=60):
-    import topology as topomod
     prof = PROFILES[profile]
     rundir = os.path.join(outdir, profile, nemesis, str(run))
     os.makedirs(rundir, exist_ok=True)

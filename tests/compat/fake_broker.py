@@ -103,54 +103,74 @@ class Connection:
     def call(self, code, ext, body=b"", version=V5_3_3):
         """Sends one request and returns (response header dict, response body bytes)."""
         opaque = self.next_opaque()
-        header = {
-            "code": code,
-            "extFields": {k: str(v) for k, v in ext.items()},
-            "flag": 0,
-            "language": "JAVA",
-            "opaque": opaque,
-            "serializeTypeCurrentRPC": "JSON",
-            "version": version,
-        }
-        raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
-        frame = struct.pack(">II", 4 + len(raw) + len(body), len(raw)) + raw + body
+        frame = encode(code, ext, body, opaque, version=version)
         with self.lock:
             self.sock.sendall(frame)
             while True:
-                head, rbody = self._read_frame()
-                if head.get("opaque") == opaque and head.get("flag", 0) & 1:
+                head, rbody = read_frame(self._read_exact)
+                if head.get("opaque") == opaque and head.get("flag", 0) & RESPONSE_FLAG:
                     return head, rbody
                 # a request from the server or a stray answer: not ours
 
     def _read_exact(self, n):
-        chunks = []
-        while n > 0:
-            chunk = self.sock.recv(n)
-            if not chunk:
-                raise ConnectionError("name server closed the connection")
-            chunks.append(chunk)
-            n -= len(chunk)
-        return b"".join(chunks)
-
-    def _read_frame(self):
-        (length,) = struct.unpack(">I", self._read_exact(4))
-        data = self._read_exact(length)
-        (word,) = struct.unpack(">I", data[:4])
-        kind, hlen = word >> 24, word & 0xFFFFFF
-        raw = data[4:4 + hlen]
-        if kind == 0:
-            head = json.loads(raw.decode("utf-8"))
-        elif kind == 1:
-            head = decode_binary_header(raw)
-        else:
-            raise ValueError("unknown header serialize type %d" % kind)
-        return head, data[4 + hlen:]
+        return read_exact(self.sock, n)
 
     def close(self):
         try:
             self.sock.close()
         except OSError:
             pass
+
+
+RESPONSE_FLAG = 1  # RemotingCommand's RPC_TYPE bit: an answer
+ONEWAY_FLAG = 2  # RPC_ONEWAY: no answer wanted
+MAX_FRAME = 64 << 20
+
+
+def encode(code, ext, body=b"", opaque=0, flag=0, version=V5_3_3):
+    """One frame with a JSON header, as a Java client of `version` sends it; ext fields that are
+    None are left out."""
+    header = {
+        "code": code,
+        "extFields": {k: str(v) for k, v in (ext or {}).items() if v is not None},
+        "flag": flag,
+        "language": "JAVA",
+        "opaque": opaque,
+        "serializeTypeCurrentRPC": "JSON",
+        "version": version,
+    }
+    raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    return struct.pack(">II", 4 + len(raw) + len(body), len(raw)) + raw + body
+
+
+def read_exact(sock, n):
+    chunks = []
+    while n > 0:
+        chunk = sock.recv(n)
+        if not chunk:
+            raise ConnectionError("peer closed the connection")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(read):
+    """One frame through read(n) -> n bytes: (header dict, body bytes). The header may be JSON or
+    ROCKETMQ-coded."""
+    (length,) = struct.unpack(">I", read(4))
+    if length > MAX_FRAME:
+        raise ValueError("frame of %d bytes" % length)
+    data = read(length)
+    (word,) = struct.unpack(">I", data[:4])
+    kind, hlen = word >> 24, word & 0xFFFFFF
+    raw = data[4:4 + hlen]
+    if kind == 0:
+        head = json.loads(raw.decode("utf-8"))
+    elif kind == 1:
+        head = decode_binary_header(raw)
+    else:
+        raise ValueError("unknown header serialize type %d" % kind)
+    return head, data[4 + hlen:]
 
 
 def decode_binary_header(raw):

@@ -1,16 +1,21 @@
-"""RocketMQ remoting framing for the fault tests (stdlib only, self-contained).
+"""RocketMQ remoting connections for the fault tests (stdlib only).
 
-The framing is the one of tests/compat/fake_broker.py (JSON headers; a ROCKETMQ-coded answer is
-decoded too), copied so tests/faults does not depend on tests/compat. A Conn is one TCP
-connection; a reader thread demultiplexes answers by opaque and hands server-initiated requests
-(NOTIFY_BROKER_ROLE_CHANGED pushed on the connection) to an optional callback.
+Frames are built and read by tests/compat/fake_broker.py (JSON headers; a ROCKETMQ-coded answer
+is decoded too). A Conn is one TCP connection; a reader thread demultiplexes answers by opaque
+and hands server-initiated requests (NOTIFY_BROKER_ROLE_CHANGED pushed on the connection) to an
+optional callback.
 """
 
-import json
-import re
+import os
 import socket
 import struct
+import sys
 import threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "compat"))
+
+from fake_broker import ONEWAY_FLAG, RESPONSE_FLAG, encode, parse_lenient, read_exact  # noqa: E402
+from fake_broker import read_frame as _read_frame  # noqa: E402
 
 # request codes (CONTROLLER.md §2)
 GET_ROUTEINFO_BY_TOPIC = 105
@@ -33,10 +38,6 @@ SUCCESS = 0
 NOT_LEADER = 2007
 MASTER_STILL_EXIST = 2011
 
-V5_3_3 = 479
-RESPONSE_FLAG = 1
-ONEWAY_FLAG = 2
-
 
 class RemotingError(Exception):
     """No answer: connection refused/closed/timed out, or an undecodable frame."""
@@ -46,94 +47,8 @@ class Timeout(RemotingError):
     """The request was sent but no answer came in time (outcome unknown)."""
 
 
-def parse_lenient(text):
-    """fastjson output may use unquoted numeric object keys ({0:"a"})."""
-    out, i, n, in_str = [], 0, len(text), False
-    while i < n:
-        c = text[i]
-        if in_str:
-            out.append(c)
-            if c == "\\":
-                out.append(text[i + 1])
-                i += 1
-            elif c == '"':
-                in_str = False
-        elif c == '"':
-            in_str = True
-            out.append(c)
-        elif c in "{," and (m := re.match(r"([{,])(\s*)(-?\d+)(\s*):", text[i:])):
-            out.append('%s"%s":' % (m.group(1), m.group(3)))
-            i += m.end()
-            continue
-        else:
-            out.append(c)
-        i += 1
-    return json.loads("".join(out))
-
-
-def decode_binary_header(raw):
-    code, _lang, version, opaque, flag = struct.unpack(">hBhii", raw[:13])
-    pos = 13
-    (n,) = struct.unpack(">i", raw[pos:pos + 4])
-    pos += 4
-    remark = raw[pos:pos + n].decode("utf-8") if n > 0 else None
-    pos += max(n, 0)
-    (n,) = struct.unpack(">i", raw[pos:pos + 4])
-    pos += 4
-    end, ext = pos + max(n, 0), {}
-    while pos < end:
-        (kl,) = struct.unpack(">h", raw[pos:pos + 2])
-        key = raw[pos + 2:pos + 2 + kl].decode("utf-8")
-        pos += 2 + kl
-        (vl,) = struct.unpack(">i", raw[pos:pos + 4])
-        ext[key] = raw[pos + 4:pos + 4 + vl].decode("utf-8")
-        pos += 4 + vl
-    head = {"code": code, "version": version, "opaque": opaque, "flag": flag, "extFields": ext}
-    if remark is not None:
-        head["remark"] = remark
-    return head
-
-
-def encode(code, ext, body=b"", opaque=0, flag=0):
-    header = {
-        "code": code,
-        "extFields": {k: str(v) for k, v in (ext or {}).items() if v is not None},
-        "flag": flag,
-        "language": "JAVA",
-        "opaque": opaque,
-        "serializeTypeCurrentRPC": "JSON",
-        "version": V5_3_3,
-    }
-    raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    return struct.pack(">II", 4 + len(raw) + len(body), len(raw)) + raw + body
-
-
-def read_exact(sock, n):
-    chunks = []
-    while n > 0:
-        chunk = sock.recv(n)
-        if not chunk:
-            raise ConnectionError("peer closed the connection")
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
-
-
 def read_frame(sock):
-    (length,) = struct.unpack(">I", read_exact(sock, 4))
-    if length > 64 << 20:
-        raise ValueError("frame of %d bytes" % length)
-    data = read_exact(sock, length)
-    (word,) = struct.unpack(">I", data[:4])
-    kind, hlen = word >> 24, word & 0xFFFFFF
-    raw = data[4:4 + hlen]
-    if kind == 0:
-        head = json.loads(raw.decode("utf-8"))
-    elif kind == 1:
-        head = decode_binary_header(raw)
-    else:
-        raise ValueError("unknown header serialize type %d" % kind)
-    return head, data[4 + hlen:]
+    return _read_frame(lambda n: read_exact(sock, n))
 
 
 class Reply:

@@ -38,7 +38,6 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import observe  # noqa: E402
 import topology as topo_mod  # noqa: E402
 
 try:

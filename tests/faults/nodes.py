@@ -14,7 +14,6 @@ The binary is $NAMESRV_BIN or target/release/namesrv. Python 3 stdlib only.
 
 import os
 import signal
-import socket
 import subprocess
 import time
 

@@ -72,14 +72,14 @@ def alive(pid):
 
 def wait_until(what, fn, timeout, interval=0.2):
     """Calls fn until it returns a true value (returned) or timeout seconds pass (then None).
-    RemotingError from fn counts as "not yet"."""
+    RemotingError and OSError from fn count as "not yet"; `what` only names the wait."""
     deadline = time.monotonic() + timeout
     while True:
         try:
             v = fn()
             if v:
                 return v
-        except remoting.RemotingError:
+        except (remoting.RemotingError, OSError):
             pass
         if time.monotonic() >= deadline:
             return None
@@ -153,14 +153,14 @@ class Node:
         want = self.boot_lines()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            text = _read(out)
+            text = read_text(out)
             if all(text.count(w) >= self.starts for w in want):
                 return True
             if self.proc.poll() is not None:
                 break
             time.sleep(0.1)
         log("%s did not boot (exit %s); last output:\n%s%s" % (
-            self.name, self.proc.poll(), _tail(out), _tail(err)))
+            self.name, self.proc.poll(), tail(out), tail(err)))
         return False
 
     def kill9(self):
@@ -235,7 +235,7 @@ class Broker:
                                stdin=subprocess.DEVNULL, timeout=200)
         text = r.stdout.decode().strip()
         if r.returncode != 0 or not text.isdigit():
-            log("broker %s did not start (status %d):\n%s" % (self.addr, r.returncode, _tail(out)))
+            log("broker %s did not start (status %d):\n%s" % (self.addr, r.returncode, tail(out)))
             return False
         self.pid = int(text)
         self.stopped = False
@@ -326,7 +326,23 @@ class Cluster:
                 log("cleanup of %s: %s" % (getattr(p, "name", p), e))
 
 
-def _read(path):
+def start_all(nodes):
+    """Starts the nodes together, one thread each; True when every one booted."""
+    ok = [False] * len(nodes)
+
+    def run(i, n):
+        ok[i] = n.start()
+
+    threads = [threading.Thread(target=run, args=(i, n)) for i, n in enumerate(nodes)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return all(ok)
+
+
+def read_text(path):
+    """A log file's text; "" when it cannot be read."""
     try:
         with open(path, "r", errors="replace") as f:
             return f.read()
@@ -334,6 +350,6 @@ def _read(path):
         return ""
 
 
-def _tail(path, n=25):
-    lines = _read(path).splitlines()[-n:]
-    return "".join("    %s\n" % l for l in lines)
+def tail(path, n=25):
+    """The last n lines of a log file, indented for a report."""
+    return "".join("    %s\n" % l for l in read_text(path).splitlines()[-n:])

@@ -1,7 +1,7 @@
 """The requests the controller checks send, with their answers decoded (stdlib only).
 
-Frames are built and read by fake_broker.Connection (JSON headers; a ROCKETMQ-coded answer is
-decoded too); this module adds one-way requests, typed answers and the queries the checks need:
+Frames are built and read by fake_broker (JSON headers; a ROCKETMQ-coded answer is decoded
+too); this module adds one-way requests, typed answers and the queries the checks need:
 CONTROLLER_GET_METADATA_INFO (1005), CONTROLLER_GET_REPLICA_INFO (1004),
 CONTROLLER_GET_SYNC_STATE_DATA (1006), GET_BROKER_EPOCH_CACHE (1007, to a broker), the name
 server's GET_ROUTEINFO_BY_TOPIC (105) and GET_BROKER_CLUSTER_INFO (106), and the broker-side
@@ -32,9 +32,6 @@ GET_BROKER_CLUSTER_INFO = fake_broker.GET_BROKER_CLUSTER_INFO
 SUCCESS = 0
 CONTROLLER_NOT_LEADER = 2007
 CONTROLLER_MASTER_STILL_EXIST = 2011
-
-ONEWAY_FLAG = 2  # RemotingCommand's RPC_ONEWAY bit
-
 
 class RemotingError(Exception):
     """A request that got no answer (connection refused, closed or timed out) or an undecodable one."""
@@ -84,17 +81,7 @@ class Client(fake_broker.Connection):
         return Reply(head, rbody)
 
     def oneway(self, code, ext=None, body=b""):
-        header = {
-            "code": code,
-            "extFields": {k: str(v) for k, v in (ext or {}).items()},
-            "flag": ONEWAY_FLAG,
-            "language": "JAVA",
-            "opaque": self.next_opaque(),
-            "serializeTypeCurrentRPC": "JSON",
-            "version": fake_broker.V5_3_3,
-        }
-        raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
-        frame = struct.pack(">II", 4 + len(raw) + len(body), len(raw)) + raw + body
+        frame = fake_broker.encode(code, ext, body, self.next_opaque(), fake_broker.ONEWAY_FLAG)
         try:
             with self.lock:
                 self.sock.sendall(frame)

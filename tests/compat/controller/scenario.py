@@ -19,7 +19,6 @@ Each is milliseconds after the fault (kill -9, or SIGSTOP of the master).
 import os
 import re
 import subprocess
-import threading
 import time
 
 from controller import cluster as cl
@@ -44,17 +43,7 @@ class Group:
 
     def start(self):
         """Starts every node together; True when all booted."""
-        ok = [False] * len(self.nodes)
-
-        def run(i, n):
-            ok[i] = n.start()
-
-        threads = [threading.Thread(target=run, args=(i, n)) for i, n in enumerate(self.nodes)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        return all(ok)
+        return cl.start_all(self.nodes)
 
     def running(self):
         return [n for n in self.nodes if n.running()]

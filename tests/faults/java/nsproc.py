@@ -16,11 +16,15 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "tests", "compat"))
+
+from controller.cluster import read_text, tail  # noqa: E402  (tests/compat/controller)
 
 NS_PORT = 9876
 CTL_PORT = 9878
@@ -82,18 +86,6 @@ def java_home(pkg):
     if r.returncode != 0:
         raise RuntimeError("setup.sh failed: %s" % r.stderr[-800:])
     return r.stdout.strip().splitlines()[-1]
-
-
-def _read(path):
-    try:
-        with open(path, "r", errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
-
-
-def tail(path, n=20):
-    return "".join("    %s\n" % l for l in _read(path).splitlines()[-n:])
 
 
 class Proc:
@@ -184,14 +176,14 @@ class NameServer(Proc):
         path = os.path.join(self.dir, "node.conf")
         with open(path, "w") as f:
             f.write(self.conf())
-        before = _read(self.log)
+        before = read_text(self.log)
         want = ["The Name Server boot success", "The ControllerManager boot success"]
         n0 = [before.count(w) for w in want]
         env = dict(os.environ, ROCKETMQ_HOME=self.dir, HOME=self.dir)
         self._popen([self.binary, "-c", path], env=env)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            text = _read(self.log)
+            text = read_text(self.log)
             if all(text.count(w) > c for w, c in zip(want, n0)):
                 return True
             if self.proc.poll() is not None:
@@ -259,7 +251,7 @@ class JavaBroker(Proc):
         conf = os.path.join(self.state, "broker.conf")
         with open(conf, "w") as f:
             f.write(self.conf())
-        self.boots_before = _read(self.log).count("boot success")
+        self.boots_before = read_text(self.log).count("boot success")
         env = dict(os.environ, HOME=self.state, ROCKETMQ_HOME=self.home, NAMESRV_ADDR=self.ns_list)
         self._popen(self.argv(conf), env=env, cwd=self.state)
 
@@ -267,7 +259,7 @@ class JavaBroker(Proc):
         """True once this start logged "boot success"; raises when the JVM exited."""
         if self.proc.poll() is not None:
             raise RuntimeError("broker %s exited (%s):\n%s" % (self.ns, self.proc.poll(), tail(self.log, 30)))
-        return _read(self.log).count("boot success") > self.boots_before
+        return read_text(self.log).count("boot success") > self.boots_before
 
 
 class SendConsume(Proc):
@@ -303,7 +295,7 @@ class SendConsume(Proc):
             return None
 
     def output(self):
-        return _read(self.log)
+        return read_text(self.log)
 
     def outages(self):
         """[(start_s, end_s, ms)] of the OUTAGE lines (epoch seconds)."""

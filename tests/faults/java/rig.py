@@ -12,13 +12,12 @@ clock) record the same during a fault.
 
 import os
 import sys
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "compat"))
 
-from controller import remoting, watch  # noqa: E402  (tests/compat/controller)
+from controller import cluster as cl, remoting, watch  # noqa: E402  (tests/compat/controller)
 
 from java import nsproc, nsthread  # noqa: E402
 
@@ -40,19 +39,8 @@ NsControllerPoller = nsthread.in_ns(watch.ControllerPoller)
 
 
 def wait_until(fn, timeout, interval=0.2):
-    """fn() until it returns a true value (returned) or timeout s pass (None); RemotingError and
-    OSError count as "not yet"."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            v = fn()
-            if v:
-                return v
-        except (remoting.RemotingError, OSError):
-            pass
-        if time.monotonic() >= deadline:
-            return None
-        time.sleep(interval)
+    """fn() until it returns a true value (returned) or timeout s pass (None)."""
+    return cl.wait_until("", fn, timeout, interval)
 
 
 class Rig:
@@ -86,17 +74,7 @@ class Rig:
 
     # ---- start ----------------------------------------------------------------------------------
     def start_nodes(self):
-        ok = [False] * 3
-
-        def run(i, n):
-            ok[i] = n.start()
-
-        ts = [threading.Thread(target=run, args=(i, n)) for i, n in enumerate(self.nodes)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
-        return all(ok)
+        return cl.start_all(self.nodes)
 
     def start_brokers(self, fresh=True, timeout=150):
         for b in self.brokers:
