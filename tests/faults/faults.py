@@ -120,19 +120,20 @@ def run_schedule(s, work, keep=False, idx=0, log=print):
         if not m:
             raise HarnessError("no broker master %.0f s after the brokers started" % STEADY_TIMEOUT)
         time.sleep(1.5)  # steady state: heartbeats, a few sync-state-set changes, reads
-        failover_possible = True
-        if "failover_within" in s.expect:
-            # a clean failover needs another replica in the sync-state set at the fault
-            rep = topo.wait_sss(2, 15.0)
-            failover_possible = rep is not None
-            result["sss_at_fault"] = rep.get("sss") if rep else None
-            m = topo.master() or m
-        m = topo.master() or m
-        result["steady_master"] = {"broker": m[0], "id": m[1], "epoch": m[2]}
         up = s.min_uptime() - (time.time() - t_nodes)
         if up > 0:
             time.sleep(up)
-            m = topo.master() or m
+        failover_possible = True
+        if "failover_within" in s.expect:
+            # A clean failover needs another replica in the sync-state set at the fault. The
+            # master grows and shrinks the set about once in two seconds, so it is read last,
+            # right before the fault: read before the min_uptime wait it could be stale (once the
+            # set shrank to the master alone in that wait, and the election rightly found nobody).
+            rep = topo.wait_sss(2, 15.0)
+            failover_possible = rep is not None
+            result["sss_at_fault"] = rep.get("sss") if rep else None
+        m = topo.master() or m
+        result["steady_master"] = {"broker": m[0], "id": m[1], "epoch": m[2]}
         t_first = None
         epoch0 = None
         for st in s.steps:
