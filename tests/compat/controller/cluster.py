@@ -304,17 +304,7 @@ class Cluster:
 
     def start_brokers(self, brokers, fresh=True):
         """Starts brokers together (as a deployment does); True when all booted."""
-        results = [None] * len(brokers)
-
-        def run(i, b):
-            results[i] = b.start(fresh)
-
-        threads = [threading.Thread(target=run, args=(i, b)) for i, b in enumerate(brokers)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        return all(results)
+        return start_all(brokers, lambda b: b.start(fresh))
 
     def close(self):
         with self._lock:
@@ -326,14 +316,14 @@ class Cluster:
                 log("cleanup of %s: %s" % (getattr(p, "name", p), e))
 
 
-def start_all(nodes):
-    """Starts the nodes together, one thread each; True when every one booted."""
-    ok = [False] * len(nodes)
+def start_all(procs, start=lambda p: p.start()):
+    """Starts the processes together, one thread each, by start(p); True when every one booted."""
+    ok = [False] * len(procs)
 
-    def run(i, n):
-        ok[i] = n.start()
+    def run(i, p):
+        ok[i] = start(p)
 
-    threads = [threading.Thread(target=run, args=(i, n)) for i, n in enumerate(nodes)]
+    threads = [threading.Thread(target=run, args=(i, p)) for i, p in enumerate(procs)]
     for t in threads:
         t.start()
     for t in threads:
